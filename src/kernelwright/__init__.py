@@ -1,0 +1,12 @@
+"""kernelwright: a correctness-gated workbench for LLM-serving GPU kernels.
+
+Packages, one concern each (data flows one way, left to right):
+
+``trace`` (FlashInfer-Trace data model) -> ``definitions`` (built-in definitions,
+references, workload sets, roofline models) -> ``inputs`` (input synthesis) ->
+``gate`` (correctness, timing, guards, verdicts) -> ``report``; ``solutions`` and
+``baselines`` are evaluated by the gate; ``agents`` and ``workflow`` drive an
+optimisation run that only the gate can promote from; ``cli`` is the thin front end.
+"""
+
+__version__ = "0.1.0"
