@@ -76,6 +76,8 @@ class FakeModelServer:
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
         self.requests: list[RecordedRequest] = []
+        #: hosts/URLs that a client tried to reach through us as a proxy (refused)
+        self.blocked: list[str] = []
         self._lock = threading.Lock()
         outer = self
 
@@ -85,7 +87,24 @@ class FakeModelServer:
             def log_message(self, *args: Any) -> None:  # keep pytest output quiet
                 pass
 
+            def do_CONNECT(self) -> None:  # a client tried to tunnel to the internet
+                with outer._lock:
+                    outer.blocked.append(self.path)
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+
             def _serve(self) -> None:
+                if self.path.startswith(("http://", "https://")) and not self.path.startswith(outer.base_url):
+                    # plain-HTTP proxy request for a foreign host: refuse and record it
+                    with outer._lock:
+                        outer.blocked.append(self.path)
+                    self.send_response(403)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

@@ -1,0 +1,98 @@
+"""BuiltinDefinition: a definition together with everything the gate needs to judge it.
+
+A built-in definition bundles the FlashInfer-Trace ``Definition`` (whose ``reference`` string
+is the source of our own reference module), the reference callable, the tolerance, which
+checker compares outputs, how to synthesise inputs for a workload, the public (contest)
+workloads, a generator of hidden workloads, a roofline model and a regime label for tables.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+import torch
+
+from kernelwright.trace import Definition, Workload
+
+DATA_DIR = Path(__file__).parent / "data"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """An element fails only where |x-y| > atol AND |x-y|/(|y|+1e-8) > rtol; the output fails
+    when the fraction of non-failing elements is below ``required_matched_ratio``
+    (flashinfer-bench ``compute_error_stats``)."""
+
+    atol: float
+    rtol: float
+    required_matched_ratio: float = 1.0
+
+
+@dataclass(frozen=True)
+class RooflineWork:
+    """The least work a workload needs: FLOPs on a given matrix unit and HBM bytes moved
+    (each input read once, each output written once)."""
+
+    flops: float
+    bytes: float
+    unit: str  # "fp8" | "bf16"
+
+    def floor_s(self, ceilings: Mapping[str, float]) -> float:
+        """Lower bound on latency in seconds: max(FLOPs / rate, bytes / bandwidth).
+
+        ``ceilings`` has ``copy_bandwidth_Bps`` and ``fp8_flops``/``bf16_flops`` (per second).
+        """
+        rate = ceilings[f"{self.unit}_flops"]
+        return max(self.flops / rate, self.bytes / ceilings["copy_bandwidth_Bps"])
+
+
+InputMaker = Callable[[Definition, Workload, torch.Generator, torch.device], Dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BuiltinDefinition:
+    short: str
+    definition: Definition
+    reference: Callable[..., Any]
+    tolerance: Tolerance
+    checker: str  # "elementwise" | "topk_indices" | "attention"
+    make_inputs: InputMaker
+    public_workloads: Callable[[], List[Workload]]
+    hidden_workloads: Callable[[str], List[Workload]]
+    quick_workloads: Callable[[], List[Workload]]
+    quick_axes: Mapping[str, int]
+    roofline: Callable[[Mapping[str, Any], Mapping[str, int]], RooflineWork]
+    regime: Callable[[Mapping[str, int]], str]
+    regimes_order: List[str] = field(default_factory=list)
+    requires_kernel: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def quick_variant(self) -> "BuiltinDefinition":
+        """The same definition at reduced const sizes, named ``<name>__quick``, with small
+        workloads: what ``--quick`` and the CPU tests run."""
+        from dataclasses import replace
+
+        small = self.definition.with_const_axes(self.quick_axes, f"{self.name}__quick")
+        return replace(self, definition=small, public_workloads=self.quick_workloads,
+                       hidden_workloads=lambda salt: self.quick_workloads())
+
+
+def load_definition(folder: Path, reference: ModuleType) -> Definition:
+    """Our definition spec (``spec.json``) with the reference module's source as ``reference``."""
+    spec = json.loads((Path(folder) / "spec.json").read_text())
+    spec["reference"] = inspect.getsource(reference)
+    return Definition.model_validate(spec)
+
+
+def contest_axes(name: str) -> Dict[str, Dict[str, float]]:
+    """uuid -> axis values (and scalar inputs) of the contest workloads of one definition."""
+    table = json.loads((DATA_DIR / "contest_workload_axes.json").read_text())["workloads"]
+    return table[name]

@@ -1,0 +1,97 @@
+"""dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64: the built-in definition."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, Dict, List, Mapping
+
+import torch
+
+from kernelwright.definitions.base import (
+    BuiltinDefinition, RooflineWork, Tolerance, contest_axes, load_definition,
+)
+from kernelwright.definitions.dsa_attention import reference
+from kernelwright.inputs import random_tensor, synth_sparse_indices
+from kernelwright.trace import Definition, RandomInput, ScalarInput, Workload, torch_dtype
+
+DEFINITION = load_definition(Path(__file__).parent, reference)
+NAME = DEFINITION.name
+CONTEST_SM_SCALE = 0.1352337788608801  # (1/sqrt(192)) * (0.1*ln 40 + 1)^2, the contest's value
+
+
+def make_inputs(definition: Definition, workload: Workload, gen: torch.Generator,
+                device: torch.device) -> Dict[str, Any]:
+    """Random bf16 queries and caches; synthetic sparse indices (stand-ins for the contest's
+    captures, see ``kernelwright.inputs.paging.synth_sparse_indices``)."""
+    axes = definition.axis_values(workload.axes)
+    out: Dict[str, Any] = {}
+    for name, spec in definition.inputs.items():
+        src = workload.inputs.get(name, RandomInput())
+        if isinstance(src, ScalarInput):
+            out[name] = src.value
+        elif name == "sparse_indices":
+            out[name] = synth_sparse_indices(axes["num_tokens"], axes["topk"], axes["num_pages"],
+                                             axes["page_size"], gen, device)
+        else:
+            out[name] = random_tensor(definition.shape_of(name, workload.axes),
+                                      torch_dtype(spec.dtype), gen, device)
+    return out
+
+
+def roofline(inputs: Mapping[str, Any], axes: Mapping[str, int]) -> RooflineWork:
+    """FLOPs = 2*h*(ckv+kpe+ckv) per (query, valid index); bytes = each distinct selected KV row
+    once ((ckv+kpe)*2 B) + queries, indices, bf16 output and fp32 LSE."""
+    idx = inputs["sparse_indices"]
+    valid = idx[idx >= 0]
+    heads, ckv = inputs["q_nope"].shape[1:]
+    kpe = inputs["q_pe"].shape[-1]
+    tokens = idx.shape[0]
+    unique_rows = float(torch.unique(valid).numel())
+    flops = 2.0 * heads * (ckv + kpe + ckv) * float(valid.numel())
+    small = tokens * (heads * (ckv + kpe) * 2 + idx.shape[1] * 4 + heads * ckv * 2 + heads * 4)
+    return RooflineWork(flops=flops, bytes=unique_rows * (ckv + kpe) * 2 + small, unit="bf16")
+
+
+def regime(axes: Mapping[str, int]) -> str:
+    t = axes["num_tokens"]
+    return "T<=2" if t <= 2 else "T>=6"
+
+
+def _workload(uuid: str, tokens: int, num_pages: int, sm_scale: float = CONTEST_SM_SCALE) -> Workload:
+    inputs: Dict[str, Any] = {n: RandomInput() for n in DEFINITION.inputs}
+    inputs["sm_scale"] = ScalarInput(value=sm_scale)
+    return Workload(uuid=uuid, axes={"num_tokens": tokens, "num_pages": num_pages}, inputs=inputs)
+
+
+def public_workloads() -> List[Workload]:
+    """The 23 contest workloads (uuids and axis values of the mlsys26 contest set)."""
+    return [_workload(u, v["num_tokens"], v["num_pages"]) for u, v in contest_axes(NAME).items()]
+
+
+def hidden_workloads(salt: str) -> List[Workload]:
+    rng = random.Random(f"attention-hidden/{salt}")
+    sizes = [rng.randint(3, 5), rng.randint(9, 16), rng.randint(17, 40), 1]
+    return [_workload(f"hidden-att-{i}-{salt[:8]}", t, rng.randint(2000, 9000), 1 / 192 ** 0.5)
+            for i, t in enumerate(sizes)]
+
+
+def quick_workloads() -> List[Workload]:
+    return [_workload("quick-att-t1", 1, 6), _workload("quick-att-t3", 3, 6)]
+
+
+BUILTIN = BuiltinDefinition(
+    short="attention",
+    definition=DEFINITION,
+    reference=reference.run,
+    tolerance=Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0),
+    checker="attention",
+    make_inputs=make_inputs,
+    public_workloads=public_workloads,
+    hidden_workloads=hidden_workloads,
+    quick_workloads=quick_workloads,
+    quick_axes={"topk": 64},
+    roofline=roofline,
+    regime=regime,
+    regimes_order=["T<=2", "T>=6"],
+)

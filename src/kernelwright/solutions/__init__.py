@@ -1,0 +1,57 @@
+"""The kernels kernelwright ships, one folder per solution, each a FlashInfer-Bench Solution.
+
+A solution folder holds ``manifest.json`` (name, definition, author, language, entry point,
+destination-passing style, description) and its source files.  Sources are self-contained:
+they import torch, triton and the standard library only, never kernelwright, and reach their
+sibling files through relative imports (the gate imports them as one package, as
+flashinfer-bench's builders do).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+from kernelwright.trace import Solution
+
+SHIPPED_ROOT = Path(__file__).parent
+
+
+def load_solution_folder(folder: Path) -> Solution:
+    """Pack a solution folder (``manifest.json`` + sources) into a Solution.
+
+    Raises:
+        FileNotFoundError: the folder has no manifest.json.
+        ValueError: the manifest is malformed or the entry file is missing.
+    """
+    folder = Path(folder)
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{folder}: no manifest.json (not a solution folder)")
+    try:
+        meta = json.loads(manifest_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{manifest_path}: malformed JSON ({exc.msg})") from exc
+    return Solution.from_folder(
+        folder,
+        name=meta["name"],
+        definition=meta["definition"],
+        author=meta.get("author", "kernelwright"),
+        language=meta.get("language", "triton"),
+        entry_point=meta.get("entry_point", "kernel.py::run"),
+        destination_passing_style=meta.get("destination_passing_style", True),
+        target_hardware=meta.get("target_hardware"),
+        dependencies=meta.get("dependencies"),
+        description=meta.get("description"),
+    )
+
+
+def shipped_solutions(definition: Optional[str] = None) -> List[Solution]:
+    """Every shipped solution (optionally only those for one definition name)."""
+    found = []
+    for manifest in sorted(SHIPPED_ROOT.glob("*/manifest.json")):
+        sol = load_solution_folder(manifest.parent)
+        if definition is None or sol.definition == definition:
+            found.append(sol)
+    return found
