@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+import dataclasses
+
 from kernelwright.definitions.base import BuiltinDefinition, RooflineWork, Tolerance
 
 
@@ -20,13 +22,16 @@ class UnknownDefinition(KeyError):
 
 
 def _registry() -> Dict[str, BuiltinDefinition]:
-    from kernelwright.definitions import dsa_attention, dsa_indexer, moe_fp8
+    from kernelwright.definitions import demo_rmsnorm, dsa_attention, dsa_indexer, moe_fp8
 
-    return {b.name: b for b in (moe_fp8.BUILTIN, dsa_indexer.BUILTIN, dsa_attention.BUILTIN)}
+    builtins = (moe_fp8.BUILTIN, dsa_indexer.BUILTIN, dsa_attention.BUILTIN, demo_rmsnorm.BUILTIN)
+    return {b.name: b for b in builtins}
 
 
-def all_builtins() -> List[BuiltinDefinition]:
-    return list(_registry().values())
+def all_builtins(include_demo: bool = True) -> List[BuiltinDefinition]:
+    """Every built-in definition; the contest three first, then the demo one."""
+    found = list(_registry().values())
+    return found if include_demo else [b for b in found if "demo" not in b.definition.tags]
 
 
 def get(name: str) -> BuiltinDefinition:
@@ -41,4 +46,21 @@ def get(name: str) -> BuiltinDefinition:
     return found.quick_variant() if quick else found
 
 
-__all__ = ["BuiltinDefinition", "RooflineWork", "Tolerance", "UnknownDefinition", "all_builtins", "get"]
+def resolve(locator: str) -> BuiltinDefinition:
+    """A built-in name/alias, or ``package.module:ATTRIBUTE`` naming a BuiltinDefinition object
+    (how user definitions are plugged in).  Raises UnknownDefinition."""
+    if ":" in locator:
+        import importlib
+
+        module_name, _, attr = locator.partition(":")
+        try:
+            found = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise UnknownDefinition(f"cannot load definition {locator!r}: {exc}") from exc
+        if not isinstance(found, BuiltinDefinition):
+            raise UnknownDefinition(f"{locator!r} is not a BuiltinDefinition")
+        return found if found.ref else dataclasses.replace(found, ref=locator)
+    return get(locator)
+
+
+__all__ = ["BuiltinDefinition", "RooflineWork", "Tolerance", "UnknownDefinition", "all_builtins", "get", "resolve"]

@@ -70,6 +70,13 @@ class BuiltinDefinition:
     regime: Callable[[Mapping[str, int]], str]
     regimes_order: List[str] = field(default_factory=list)
     requires_kernel: bool = True
+    ref: Optional[str] = None  # "package.module:ATTR" for definitions that are not built in
+
+    @property
+    def locator(self) -> str:
+        """What ``kernelwright.definitions.resolve`` needs to find this definition again
+        (in another process): the built-in name, or ``module:attribute``."""
+        return self.ref or self.name
 
     @property
     def name(self) -> str:

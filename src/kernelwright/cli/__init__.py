@@ -1,0 +1,1 @@
+"""The command-line front end (typer): parses, calls the packages, prints.  Nothing else."""

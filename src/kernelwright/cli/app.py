@@ -1,0 +1,295 @@
+"""kernelwright command line.
+
+    kernelwright defs                         list definitions and workload counts
+    kernelwright bench                        shipped solutions on all contest workloads (GPU)
+    kernelwright bench --device cpu --quick   the same pipeline at reduced sizes on CPU
+    kernelwright eval SOLUTION -d NAME        evaluate any solution folder or Solution JSON
+    kernelwright device-info [--measure]      roofline ceilings of this GPU
+    kernelwright report RESULTS               HTML report with plots next to summary.json
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from kernelwright.cli.common import (
+    UsageError, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device, write_json,
+)
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  help="Correctness-gated kernel workbench for LLM-serving operators (FlashInfer-Trace compatible).")
+console = Console()
+
+
+@app.command("defs")
+@one_line_errors
+def defs_cmd() -> None:
+    """List the built-in definitions with their workload counts and tolerances."""
+    from rich.table import Table
+
+    from kernelwright import definitions
+
+    table = Table(title="built-in definitions", title_justify="left")
+    for col in ("definition", "alias", "op_type", "workloads", "tolerance (atol/rtol/ratio)", "checker"):
+        table.add_column(col)
+    for b in definitions.all_builtins():
+        tol = b.tolerance
+        demo = " (demo)" if "demo" in b.definition.tags else ""
+        table.add_row(b.name + demo, b.short, b.definition.op_type, str(len(b.public_workloads())),
+                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", b.checker)
+    console.print(table)
+
+
+def _builtins(names: Optional[List[str]], quick: bool, include_demo: bool = False):
+    from kernelwright import definitions
+
+    chosen = [definitions.get(n) for n in names] if names else definitions.all_builtins(include_demo=include_demo)
+    return [b.quick_variant() if quick and not b.name.endswith("__quick") else b for b in chosen]
+
+
+def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optional[int], trials: Optional[int],
+            fast_unsafe: bool):
+    from kernelwright.gate.evaluate import GateConfig
+
+    cfg = GateConfig(device=device, guards=not fast_unsafe)
+    if quick:
+        cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
+        cfg.reference_iterations = 2
+    if warmup is not None:
+        cfg.warmup = warmup
+    if iterations is not None:
+        cfg.iterations = iterations
+    if trials is not None:
+        cfg.trials = trials
+    return cfg
+
+
+def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = ""):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kernelwright.gate.bench import run_bench
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as progress:
+        task = progress.add_task(title, total=None)
+
+        def hook(desc: str, done: int, total: int) -> None:
+            progress.update(task, description=desc[:70], completed=done, total=total)
+
+        return run_bench(plans, cfg, out, timeouts=timeouts, progress=hook, trace_file_suffix=suffix)
+
+
+def _finish(result, plans, cfg, out: Path, extra_meta=None):
+    from kernelwright.gate.environment import environment
+    from kernelwright.report.summary import summarize
+    from kernelwright.report.tables import render_summary
+
+    roles = {c.solution.name: {"label": c.label, "role": c.role} for p in plans for c in p.candidates}
+    builtins = {p.builtin.name: p.builtin for p in plans}
+    meta = {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
+            "device": cfg.device, "environment": environment(cfg.device).model_dump(),
+            "config": cfg.__dict__, "seconds": round(result.seconds, 1),
+            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason}}
+    meta.update(extra_meta or {})
+    summary = summarize(result.traces, builtins, roles, result.lower_bounds, meta)
+    write_json(out / "summary.json", summary)
+    render_summary(summary, console)
+    for label, why in meta["skipped"].items():
+        console.print(f"[yellow]skipped[/yellow] {label}: {why}")
+    console.print(f"traces and summary in [bold]{out}[/bold]  (HTML: kernelwright report {out})")
+    return summary
+
+
+def _default_out(device: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("kw-results") / f"bench-{device}-{stamp}"
+
+
+@app.command("bench")
+@one_line_errors
+def bench_cmd(
+    definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition name or alias (repeatable); default: the three contest definitions."),
+    solution: Optional[List[Path]] = typer.Option(None, "--solution", "-s", help="Extra solution folder or Solution JSON to include (repeatable)."),
+    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA), interleaved on the same inputs."),
+    no_shipped: bool = typer.Option(False, "--no-shipped", help="Leave out kernelwright's shipped solutions."),
+    device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
+    quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
+    workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N workloads per definition."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
+    warmup: Optional[int] = typer.Option(None, help="Warm-up iterations per trial (default 10)."),
+    iterations: Optional[int] = typer.Option(None, help="Timed iterations per trial (default 50)."),
+    trials: Optional[int] = typer.Option(None, help="Trials with fresh inputs (default 3)."),
+    fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
+) -> None:
+    """Evaluate solutions on every workload of each definition and print one table per definition.
+
+    With no arguments, on a CUDA machine: the shipped solutions on all 170 contest workloads,
+    against the PyTorch references.  Traces (FlashInfer-Trace JSONL) and summary.json go to --out.
+    """
+    from kernelwright.gate.bench import BenchPlan, Candidate
+    from kernelwright.solutions import shipped_solutions
+
+    device = require_device(device)
+    builtins = _builtins(definition, quick, include_demo=bool(definition))
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
+    plans = []
+    for b in builtins:
+        base_name = b.name.replace("__quick", "")
+        cands = []
+        if not no_shipped:
+            cands += [Candidate(s, s.name) for s in shipped_solutions(base_name)]
+        for path in solution or []:
+            sol = load_solution(path)
+            if sol.definition == base_name:
+                cands.append(Candidate(sol, sol.name))
+        if baselines:
+            cands += _baseline_candidates(base_name, device)
+        if not cands:
+            console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
+            continue
+        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit), cands))
+    if not plans:
+        raise UsageError("nothing to run: no solution matches the selected definitions")
+    out = out or _default_out(device)
+    result = _run_plans(plans, cfg, out, "bench")
+    _finish(result, plans, cfg, out)
+
+
+def _baseline_candidates(definition_name: str, device: str):
+    from kernelwright.gate.bench import Candidate
+
+    try:
+        from kernelwright.baselines import all_baselines
+    except ImportError:
+        return []
+    cands = []
+    for entry in all_baselines(definition_name):
+        why = entry.availability() if device != "cpu" else "baselines need a CUDA device"
+        role = "lower_bound" if entry.kind == "lower_bound" else "baseline"
+        cands.append(Candidate(entry.solution, entry.label, role=role, trusted=True, prepare=entry.prepare,
+                               requires_kernel=False, skip_reason=why))
+    return cands
+
+
+@app.command("eval")
+@one_line_errors
+def eval_cmd(
+    solution: Path = typer.Argument(..., help="Solution folder (manifest.json + sources) or Solution JSON."),
+    definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Definition name or alias (default: the solution's)."),
+    workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N workloads."),
+    final: bool = typer.Option(False, "--final", help="Also run the hidden split (held-out workloads); only a final evaluation can promote a solution."),
+    device: str = typer.Option("cuda", "--device"),
+    quick: bool = typer.Option(False, "--quick", help="Reduced sizes (CPU)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o"),
+    warmup: Optional[int] = typer.Option(None),
+    iterations: Optional[int] = typer.Option(None),
+    trials: Optional[int] = typer.Option(None),
+    fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
+) -> None:
+    """Evaluate one solution under the gate and print the verdict per workload."""
+    from kernelwright import definitions
+    from kernelwright.gate.bench import BenchPlan, Candidate
+    from kernelwright.gate.hidden import hidden_salt
+
+    sol = load_solution(solution)
+    name = definition or sol.definition
+    builtin = definitions.get(name)
+    if quick and not builtin.name.endswith("__quick"):
+        builtin = builtin.quick_variant()
+    if builtin.name.replace("__quick", "") != sol.definition:
+        raise UsageError(f"solution {sol.name!r} is for {sol.definition}, not {builtin.name}")
+    device = require_device(device)
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
+    out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit), [Candidate(sol, sol.name)])]
+    result = _run_plans(plans, cfg, out, "eval")
+    summary = _finish(result, plans, cfg, out)
+    ok = all(s["all_passed"] for d in summary["definitions"].values() for s in d["solutions"].values())
+    if final:
+        from dataclasses import replace
+
+        hidden_cfg = replace(cfg, split="hidden", salt=hidden_salt())
+        hidden = [BenchPlan(builtin, builtin.hidden_workloads(hidden_cfg.salt), [Candidate(sol, sol.name)])]
+        hres = _run_plans(hidden, hidden_cfg, out / "hidden", "hidden split")
+        traces = hres.traces.get(builtin.name, [])
+        passed = sum(1 for t in traces if t.trusted_pass)
+        console.print(f"hidden split: {passed}/{len(traces)} workloads passed (shapes not shown)")
+        write_json(out / "final.json", {"public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
+                                        "final_verdict": "PASSED" if ok and passed == len(traces) else "FAILED"})
+        ok = ok and passed == len(traces)
+    if not ok:
+        raise typer.Exit(1)
+
+
+@app.command("device-info")
+@one_line_errors
+def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measure copy bandwidth and matmul rates now and cache them."),
+                    device: str = typer.Option("cuda", "--device")) -> None:
+    """Show the roofline ceilings of this GPU (measured copy bandwidth, BF16 and FP8 matmul rates)."""
+    import torch
+
+    from kernelwright.gate.device_info import load_ceilings, measure_ceilings
+
+    require_device(device)
+    dev = torch.device(device)
+    info = measure_ceilings(dev) if measure else load_ceilings(dev)
+    if info is None:
+        fail(f"no ceilings known for {torch.cuda.get_device_name(dev)}; run kernelwright device-info --measure", 1)
+    m, p = info["measured"], info["peak"]
+    console.print(f"[bold]{info.get('name', torch.cuda.get_device_name(dev))}[/bold]  ({info['source']})")
+    console.print(f"  copy bandwidth  {m['copy_bandwidth_Bps'] / 1e12:6.2f} TB/s   (peak {p['copy_bandwidth_Bps'] / 1e12:.2f})")
+    console.print(f"  BF16 matmul     {m['bf16_flops'] / 1e12:6.0f} TFLOP/s (peak {p['bf16_flops'] / 1e12:.0f})")
+    console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s (peak {p['fp8_flops'] / 1e12:.0f})")
+
+
+@app.command("report")
+@one_line_errors
+def report_cmd(results: Path = typer.Argument(..., help="A results folder with summary.json (from bench or eval)."),
+               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html).")) -> None:
+    """Write an HTML page with latency and roofline plots for a results folder."""
+    from kernelwright.report.html import write_report
+
+    path = write_report(Path(results), out)
+    console.print(f"wrote {path}")
+
+
+solutions_app = typer.Typer(help="Shipped solutions: list and export as FlashInfer-Bench Solution JSON.")
+app.add_typer(solutions_app, name="solutions")
+
+
+@solutions_app.command("list")
+@one_line_errors
+def solutions_list() -> None:
+    """List the shipped solutions."""
+    from kernelwright.solutions import shipped_solutions
+
+    for s in shipped_solutions():
+        console.print(f"{s.name:40s} {s.definition}  ({s.spec.language.value}, {len(s.sources)} files)")
+
+
+@solutions_app.command("export")
+@one_line_errors
+def solutions_export(out: Path = typer.Argument(..., help="Folder to write <definition>/<name>.json into.")) -> None:
+    """Write every shipped solution as a FlashInfer-Bench Solution JSON."""
+    from kernelwright.solutions import shipped_solutions
+    from kernelwright.trace.jsonio import dump_json
+
+    for s in shipped_solutions():
+        path = out / s.definition / f"{s.name}.json"
+        dump_json(s, path)
+        console.print(f"wrote {path}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Shared CLI plumbing: one-line errors, loading solutions, choosing workloads and devices."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+
+from kernelwright.definitions import UnknownDefinition
+from kernelwright.definitions.base import BuiltinDefinition
+from kernelwright.trace import Solution, Workload
+from kernelwright.trace.jsonio import DataFileError, load_model
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+def fail(message: str, code: int = 2) -> None:
+    typer.secho(f"error: {message}", err=True, fg="red")
+    raise typer.Exit(code)
+
+
+def one_line_errors(fn: Callable) -> Callable:
+    """Turn expected failures into a one-line message and a non-zero exit (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError) as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            fail(msg)
+        except KeyboardInterrupt:
+            fail("interrupted (results written so far are kept)", 130)
+
+    return wrapper
+
+
+def load_solution(path: Path) -> Solution:
+    """A solution folder (manifest.json + sources) or a FlashInfer-Bench Solution JSON file."""
+    from kernelwright.solutions import load_solution_folder
+
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    if path.is_dir():
+        if (path / "manifest.json").is_file():
+            return load_solution_folder(path)
+        found = sorted(path.glob("*.json"))
+        if len(found) == 1:
+            return load_model(Solution, found[0])
+        raise UsageError(f"{path}: not a solution folder (no manifest.json) and not a single Solution JSON")
+    if path.suffix == ".json":
+        return load_model(Solution, path)
+    raise UsageError(f"{path}: expected a solution folder or a Solution .json")
+
+
+def pick_workloads(builtin: BuiltinDefinition, selectors: Optional[List[str]], limit: Optional[int]) -> List[Workload]:
+    """Public workloads filtered by uuid prefixes or 0-based indices, optionally the first N."""
+    workloads = builtin.public_workloads()
+    if selectors:
+        chosen = []
+        for sel in selectors:
+            for part in sel.split(","):
+                part = part.strip()
+                if part.isdigit() and int(part) < len(workloads):
+                    chosen.append(workloads[int(part)])
+                else:
+                    match = [w for w in workloads if w.uuid.startswith(part)]
+                    if not match:
+                        raise UsageError(f"no workload of {builtin.name} matches {part!r}")
+                    chosen.extend(match)
+        workloads = list({w.uuid: w for w in chosen}.values())
+    if limit is not None:
+        workloads = workloads[:limit]
+    return workloads
+
+
+def require_device(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        fail("no CUDA device here: run on a GPU machine, or use --device cpu --quick to see the pipeline on CPU", 1)
+    if device == "cpu":
+        import os
+
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return device
+
+
+def command_line() -> str:
+    return " ".join(["kernelwright"] + sys.argv[1:])
+
+
+def write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")

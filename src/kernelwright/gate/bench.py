@@ -1,0 +1,109 @@
+"""Run many solutions over many workloads through the gate, interleaved per workload.
+
+For each definition, one worker per solution stays up for the whole run; for each workload the
+parent prepares the inputs and references once (``WorkloadContext``) and evaluates every
+solution on them in turn, so that shipped solutions and baselines are measured on the same
+inputs with the same timer.  Each trace is appended to ``<out>/traces/<definition>.jsonl`` as
+soon as it exists: nothing already computed is lost if the run is interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from kernelwright.definitions.base import BuiltinDefinition
+from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
+from kernelwright.gate.session import Timeouts, WorkerSession
+from kernelwright.trace import Solution, Trace, Workload
+from kernelwright.trace.jsonio import append_jsonl
+
+
+@dataclass
+class Candidate:
+    """A solution entered in a bench run."""
+
+    solution: Solution
+    label: str
+    role: str = "solution"          # "solution" | "baseline" | "lower_bound"
+    trusted: bool = False           # baselines: may declare an untimed prepare step
+    prepare: Optional[str] = None
+    requires_kernel: bool = True
+    skip_reason: Optional[str] = None
+
+
+@dataclass
+class BenchPlan:
+    builtin: BuiltinDefinition
+    workloads: List[Workload]
+    candidates: List[Candidate]
+
+
+@dataclass
+class BenchRun:
+    out_dir: Path
+    traces: Dict[str, List[Trace]] = field(default_factory=dict)   # definition -> traces
+    lower_bounds: Dict[str, Dict[str, Dict[str, float]]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+ProgressHook = Callable[[str, int, int], None]  # (description, done, total)
+
+
+def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: Optional[Timeouts] = None,
+              progress: Optional[ProgressHook] = None, trace_file_suffix: str = "") -> BenchRun:
+    """Evaluate every candidate of every plan on every workload of the plan."""
+    out_dir = Path(out_dir)
+    (out_dir / "traces").mkdir(parents=True, exist_ok=True)
+    result = BenchRun(out_dir=out_dir)
+    started = time.perf_counter()
+    total = sum(len(p.workloads) * sum(1 for c in p.candidates if not c.skip_reason) for p in plans)
+    done = 0
+    for plan in plans:
+        name = plan.builtin.name
+        trace_path = out_dir / "traces" / f"{name}{trace_file_suffix}.jsonl"
+        runs = []
+        for cand in plan.candidates:
+            if cand.skip_reason:
+                continue
+            session = WorkerSession(cand.solution, cfg.device, timeouts, trusted=cand.trusted,
+                                    prepare=cand.prepare, log_dir=out_dir / "logs")
+            runs.append((cand, SolutionRun(session, requires_kernel=cand.requires_kernel, label=cand.label,
+                                           warnings=_scan(cand))))
+        try:
+            for workload in plan.workloads:
+                ctx = WorkloadContext(plan.builtin, workload, cfg)
+                for cand, srun in runs:
+                    if progress:
+                        progress(f"{plan.builtin.short}: {cand.label} on {workload.uuid[:8]}", done, total)
+                    if cand.role == "lower_bound":
+                        from kernelwright.gate.evaluate import time_only
+
+                        ms = time_only(srun, ctx)
+                        result.lower_bounds.setdefault(name, {}).setdefault(cand.solution.name, {})[workload.uuid] = ms
+                    else:
+                        trace = evaluate(srun, ctx)
+                        append_jsonl([trace], trace_path)
+                        result.traces.setdefault(name, []).append(trace)
+                    done += 1
+                ctx.release()
+        finally:
+            for _, srun in runs:
+                srun.session.close()
+    if progress:
+        progress("done", done, total)
+    result.seconds = time.perf_counter() - started
+    if result.lower_bounds:
+        (out_dir / "lower_bounds.json").write_text(json.dumps(result.lower_bounds, indent=1))
+    return result
+
+
+def _scan(cand: Candidate) -> List[str]:
+    if cand.trusted:
+        return []
+    from kernelwright.gate.guards import static_scan
+
+    return [f"{f.code}: {f.message}" for f in static_scan({s.path: s.content for s in cand.solution.sources})]

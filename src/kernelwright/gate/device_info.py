@@ -1,0 +1,127 @@
+"""Device ceilings for the roofline: measured copy bandwidth and matmul rates, cached per GPU model.
+
+``measure_ceilings`` times (CUDA events, median of repeats) a 4 GiB device-to-device copy
+(bytes read + written), an 8192^3 bf16 matmul and an 8192^3 FP8 ``torch._scaled_mm``.  Results
+are cached in ``$KERNELWRIGHT_CACHE`` (default ``~/.cache/kernelwright``)/devices.json under the
+GPU's name.  Known values ship as defaults so that a bench run without a cache still has a
+roofline; each default says where it came from.
+
+``peak`` values are the vendor's datasheet numbers: a measured latency implying more than the
+peak is physically impossible (the SUSPICIOUS rule); ``measured`` values are what the roofline
+fraction is computed against.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Dict, Optional
+
+import torch
+
+# Datasheet peaks (dense) and measured anchors; sources in the "source" strings.
+KNOWN_DEVICES: Dict[str, Dict] = {
+    "NVIDIA H200": {
+        "measured": {"copy_bandwidth_Bps": 4.27e12, "bf16_flops": 796e12, "fp8_flops": 1.45e15},
+        "peak": {"copy_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12},
+        "source": "measured on an H200 on 2026-11-29 (copy 4.27 TB/s, 8192^3 bf16 796-800 TFLOP/s, "
+                  "8192^3 torch._scaled_mm 1.42-1.49 PFLOP/s); peaks from the H200 SXM datasheet",
+    },
+    "NVIDIA H100 80GB HBM3": {
+        "measured": {"copy_bandwidth_Bps": 3.0e12, "bf16_flops": 750e12, "fp8_flops": 1.35e15},
+        "peak": {"copy_bandwidth_Bps": 3.35e12, "bf16_flops": 989e12, "fp8_flops": 1979e12},
+        "source": "H100 SXM datasheet peaks; measured column is an estimate, run `kernelwright device-info --measure`",
+    },
+}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KERNELWRIGHT_CACHE", Path.home() / ".cache" / "kernelwright"))
+
+
+def _cache_file() -> Path:
+    return cache_dir() / "devices.json"
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "cpu"
+
+
+def load_ceilings(device: torch.device) -> Optional[Dict]:
+    """{'measured': {...}, 'peak': {...}, 'source': str} for this device, or None (e.g. CPU)."""
+    name = device_name(device)
+    try:
+        cached = json.loads(_cache_file().read_text()).get(name)
+    except (OSError, json.JSONDecodeError):
+        cached = None
+    known = KNOWN_DEVICES.get(name)
+    if cached:
+        peak = (known or {}).get("peak") or {k: v * 1.0 for k, v in cached["measured"].items()}
+        return {"measured": cached["measured"], "peak": peak, "source": cached.get("source", "measured")}
+    return known
+
+
+def _time_ms(fn, repeats: int = 10) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
+    """Measure copy bandwidth (B/s), bf16 and fp8 matmul rates (FLOP/s) on ``device``.
+
+    Raises:
+        RuntimeError: no CUDA device.
+    """
+    if device.type != "cuda":
+        raise RuntimeError("device ceilings are measured on a CUDA device")
+    torch.cuda.set_device(device)
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.float32, device=device).uniform_()
+    dst = torch.empty_like(src)
+    copy_ms = _time_ms(lambda: dst.copy_(src))
+    del src, dst
+    size = 8192
+    a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    bf16_ms = _time_ms(lambda: a @ b)
+    fp8_flops = None
+    try:
+        a8 = a.to(torch.float8_e4m3fn)
+        b8 = b.to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=device)
+        fp8_ms = _time_ms(lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+        fp8_flops = 2 * size**3 / (fp8_ms * 1e-3)
+    except Exception:
+        pass
+    measured = {
+        "copy_bandwidth_Bps": 2 * 4 * n / (copy_ms * 1e-3),
+        "bf16_flops": 2 * size**3 / (bf16_ms * 1e-3),
+        "fp8_flops": fp8_flops or 2 * (2 * size**3 / (bf16_ms * 1e-3)),
+    }
+    name = device_name(device)
+    record = {"measured": measured, "source": "kernelwright device-info --measure"}
+    if save:
+        path = _cache_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            table = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            table = {}
+        table[name] = record
+        path.write_text(json.dumps(table, indent=2))
+    peak = (KNOWN_DEVICES.get(name) or {}).get("peak") or measured
+    return {"measured": measured, "peak": peak, "source": record["source"], "name": name}

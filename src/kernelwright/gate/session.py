@@ -1,0 +1,160 @@
+"""Parent side of the worker protocol: one spawned worker process per solution.
+
+``WorkerSession`` starts the worker, sends it one message at a time and waits for the reply
+with a timeout.  A worker that does not answer in time is killed (TIMEOUT); one that dies
+(e.g. an illegal memory access, a segfault, ``os._exit``) is reported as RUNTIME_ERROR with
+the tail of its log; either way the session can be restarted for the next workload.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import torch.multiprocessing as tmp
+
+from kernelwright.gate import guards
+from kernelwright.trace import Solution
+
+
+@dataclass
+class Timeouts:
+    """Seconds allowed per message (``load`` includes importing and building the solution)."""
+
+    start_s: float = 180.0
+    load_s: float = 900.0
+    alloc_s: float = 120.0
+    call_s: float = 300.0
+    time_s: float = 600.0
+
+
+class WorkerSession:
+    def __init__(self, solution: Solution, device: str, timeouts: Optional[Timeouts] = None,
+                 trusted: bool = False, prepare: Optional[str] = None, log_dir: Optional[Path] = None):
+        self.solution = solution
+        self.device = device
+        self.timeouts = timeouts or Timeouts()
+        self.trusted = trusted
+        self.prepare = prepare
+        self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="kw-logs-"))
+        self.proc = None
+        self.conn = None
+        self.load_reply: Dict[str, Any] = {}
+        self.restarts = 0
+        self._log_path = None
+        self._log_offset = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def start(self) -> Dict[str, Any]:
+        """Spawn the worker and load the solution; returns the load reply (``ok`` False on
+        COMPILE_ERROR / TIMEOUT / RUNTIME_ERROR)."""
+        self.close()
+        from kernelwright.gate import worker
+
+        ctx = tmp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._log_path = str(self.log_dir / f"{self.solution.name}.worker{self.restarts}.log")
+        self._log_offset = 0
+        self.proc = ctx.Process(target=worker.main, args=(child, self.device, self._log_path), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        ready = self._wait(self.timeouts.start_s)
+        if not ready.get("ok"):
+            self.load_reply = ready
+            return ready
+        self.load_reply = self.request({"op": "load", "solution": self.solution.model_dump_json(),
+                                        "trusted": self.trusted, "prepare": self.prepare}, self.timeouts.load_s)
+        return self.load_reply
+
+    def restart(self) -> Dict[str, Any]:
+        self.restarts += 1
+        return self.start()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive() and self.conn is not None:
+                try:
+                    self.conn.send({"op": "exit"})
+                    self.proc.join(5)
+                except Exception:
+                    pass
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join(5)
+        self.proc = None
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+        self.conn = None
+
+    # -- messaging -------------------------------------------------------------------------
+    def request(self, msg: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+        """Send one message and wait for its reply.  Never raises for worker failures."""
+        if not self.alive:
+            return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
+                    "error": "worker is not running\n" + self.log_tail()}
+        started = time.perf_counter()
+        try:
+            self.conn.send(msg)
+        except (OSError, EOFError, BrokenPipeError) as exc:
+            return self._crashed(f"send failed: {exc}")
+        reply = self._wait(timeout_s)
+        reply.setdefault("parent_wall_s", time.perf_counter() - started)
+        return reply
+
+    def _wait(self, timeout_s: float) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                return {"ok": False, "status": "TIMEOUT", "reason": "TIMEOUT",
+                        "error": f"no reply within {timeout_s:.0f} s\n" + self.log_tail()}
+            try:
+                if self.conn.poll(min(remaining, 1.0)):
+                    return self.conn.recv()
+            except (EOFError, OSError, ConnectionResetError):
+                return self._crashed("connection closed")
+            except Exception as exc:  # unpicklable reply etc.
+                return self._crashed(f"bad reply: {type(exc).__name__}: {exc}")
+            if not self.proc.is_alive():
+                return self._crashed(f"exit code {self.proc.exitcode}")
+
+    def _crashed(self, why: str) -> Dict[str, Any]:
+        self.kill()
+        return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
+                "error": f"worker died ({why})\n" + self.log_tail()}
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+
+    def log_tail(self, limit: int = 8000) -> str:
+        if not self._log_path or not os.path.exists(self._log_path):
+            return ""
+        with open(self._log_path, "rb") as fh:
+            data = fh.read()
+        return data[-limit:].decode(errors="replace")
+
+    def new_log(self, limit: int = 20000) -> str:
+        """Log output written since the last call of this method (capped)."""
+        if not self._log_path or not os.path.exists(self._log_path):
+            return ""
+        with open(self._log_path, "rb") as fh:
+            fh.seek(self._log_offset)
+            data = fh.read()
+        self._log_offset += len(data)
+        return data[-limit:].decode(errors="replace")

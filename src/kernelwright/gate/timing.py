@@ -1,0 +1,191 @@
+"""The gate's clocks: nothing else in kernelwright times anything.
+
+Three numbers per workload (each labelled in the trace):
+  * latency: CUDA events around ONE call on the caller's stream, the device idle before the
+    start event (so launch overhead counts), cold L2 (flushed before every iteration): what a
+    caller waits for.  On CPU: a perf_counter span around the call.
+  * graph latency: the same call captured once in a CUDA graph and replayed.
+  * kernel time: CUPTI activity records of the call's kernels: the sum of their durations and
+    the first-start-to-last-end span.  Tracing slows the host's launches, so the span of a
+    multi-launch call is inflated; it is diagnosis, never the headline.
+
+The functions here capture the torch/CUDA callables they use when this module is imported,
+before any solution code runs in the process, so a solution that monkey-patches
+``torch.cuda.Event``, ``torch.cuda.synchronize`` or ``time.perf_counter`` changes nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+_perf_counter = time.perf_counter
+_HAS_CUDA_BUILD = hasattr(getattr(torch._C, "_CudaEventBase", None), "record")
+if _HAS_CUDA_BUILD:
+    _EventBase = torch._C._CudaEventBase
+    _event_new = _EventBase.__new__
+    _event_record = _EventBase.record
+    _event_elapsed = _EventBase.elapsed_time
+    _cuda_sync = torch._C._cuda_synchronize
+    _current_stream = torch.cuda.current_stream
+else:  # CPU-only torch build
+    _EventBase = _event_new = _event_record = _event_elapsed = _cuda_sync = _current_stream = None
+
+
+def sync(device: torch.device) -> None:
+    """Wait for every stream of the device (no-op on CPU)."""
+    if device.type == "cuda":
+        _cuda_sync()
+
+
+def new_event() -> "torch._C._CudaEventBase":
+    return _event_new(_EventBase, enable_timing=True)
+
+
+def record(event) -> None:
+    _event_record(event, _current_stream())
+
+
+def elapsed_ms(start, end) -> float:
+    return float(_event_elapsed(start, end))
+
+
+def now_s() -> float:
+    return _perf_counter()
+
+
+class L2Flusher:
+    """Evicts the L2 by zeroing a buffer of twice its size (flashinfer-bench's cold-L2 method),
+    and resets persisting L2 lines and the persisting-L2 limit (a solution could otherwise pin
+    its inputs in L2 through an access-policy window)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.buffer: Optional[torch.Tensor] = None
+        self._reset_persisting: Optional[Callable[[], None]] = None
+        if device.type == "cuda":
+            l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20))
+            self.buffer = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
+            self._reset_persisting = _persisting_l2_resetter()
+
+    def flush(self) -> None:
+        if self.buffer is not None:
+            if self._reset_persisting is not None:
+                self._reset_persisting()
+            self.buffer.zero_()
+
+
+def _persisting_l2_resetter() -> Optional[Callable[[], None]]:
+    try:
+        from cuda.bindings import runtime as rt  # cuda-python
+    except Exception:
+        return None
+    reset = rt.cudaCtxResetPersistingL2Cache
+    set_limit = rt.cudaDeviceSetLimit
+    limit = rt.cudaLimit.cudaLimitPersistingL2CacheSize
+
+    def _reset() -> None:
+        set_limit(limit, 0)
+        reset()
+
+    try:
+        _reset()
+    except Exception:
+        return None
+    return _reset
+
+
+@dataclass
+class KernelActivity:
+    name: str
+    start_ns: int
+    end_ns: int
+    stream: int
+
+    @property
+    def duration_us(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e3
+
+
+class CuptiKernelTracer:
+    """Collects CUPTI kernel activity records (``cupti-python``) between ``begin()`` and
+    ``end()``; kernels launched by other work are excluded by bracketing with device
+    synchronisation and CUPTI timestamps.  ``available()`` is False without cupti or CUDA."""
+
+    def __init__(self) -> None:
+        self._records: List[KernelActivity] = []
+        self._ok = False
+        try:
+            from cupti import cupti  # type: ignore
+
+            self._cupti = cupti
+        except Exception:
+            self._cupti = None
+            return
+
+        def requested():
+            return 8 * 1024 * 1024, 0
+
+        def completed(activities):
+            for a in activities:
+                if getattr(a, "kind", None) == self._cupti.ActivityKind.CONCURRENT_KERNEL:
+                    self._records.append(KernelActivity(str(a.name), int(a.start), int(a.end),
+                                                        int(getattr(a, "stream_id", 0))))
+
+        try:
+            self._cupti.activity_register_callbacks(requested, completed)
+            self._ok = True
+        except Exception:
+            self._ok = False
+
+    def available(self) -> bool:
+        return self._ok
+
+    def begin(self) -> None:
+        self._cupti.activity_enable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
+
+    def end(self) -> None:
+        self._cupti.activity_flush_all(1)
+        self._cupti.activity_disable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
+
+    def timestamp(self) -> int:
+        return int(self._cupti.get_timestamp())
+
+    def drain(self) -> List[KernelActivity]:
+        """Every record collected so far (and forget them)."""
+        found, self._records = self._records, []
+        return found
+
+
+_TRACER: Optional[CuptiKernelTracer] = None
+
+
+def cupti_tracer() -> CuptiKernelTracer:
+    """The process's one CUPTI tracer (CUPTI callbacks are process-global)."""
+    global _TRACER
+    if _TRACER is None:
+        _TRACER = CuptiKernelTracer()
+    return _TRACER
+
+
+@dataclass
+class TimingSamples:
+    """Raw per-iteration numbers from one timing phase (all in milliseconds)."""
+
+    latency_ms: List[float] = field(default_factory=list)
+    wall_ms: List[float] = field(default_factory=list)
+    graph_latency_ms: List[float] = field(default_factory=list)
+    graph_error: Optional[str] = None
+    kernel_sum_ms: List[float] = field(default_factory=list)
+    kernel_span_ms: List[float] = field(default_factory=list)
+    kernels: Dict[str, List[float]] = field(default_factory=dict)  # name -> [count, total_us]
+    empty_wall_ms: List[float] = field(default_factory=list)
+    cupti_error: Optional[str] = None
+
+
+def median(values: List[float]) -> Optional[float]:
+    return float(statistics.median(values)) if values else None

@@ -1,0 +1,117 @@
+"""HTML report of a results folder: latency per workload per solution, and roofline fraction.
+
+Plots are matplotlib PNGs embedded as base64, so the page is one self-contained file.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _workload_label(axes: Dict[str, int]) -> str:
+    return ",".join(f"{k[:1]}{v}" for k, v in axes.items() if not k.startswith("num_pages"))
+
+
+def _plots(def_name: str, d: Dict[str, Any]) -> list:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted(d["workloads"], key=lambda r: tuple(r["axes"].values()))
+    labels = [_workload_label(r["axes"]) for r in rows]
+    names = list(d["solutions"]) + list(d.get("lower_bounds", {}))
+    label_of = {**{k: v["label"] for k, v in d["solutions"].items()}, **d.get("lower_bounds", {})}
+    images = []
+    fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(rows) + 4), 4.2))
+    for name in names:
+        xs = [i for i, r in enumerate(rows) if name in r["latency_us"]]
+        ys = [rows[i]["latency_us"][name] for i in xs]
+        if xs:
+            ax.plot(xs, ys, marker="o", ms=3, lw=1, label=label_of.get(name, name))
+    floors = [(i, r["floor_us"]) for i, r in enumerate(rows) if r.get("floor_us")]
+    if floors:
+        ax.plot([i for i, _ in floors], [f for _, f in floors], "k--", lw=1, label="roofline floor")
+    ax.set_yscale("log")
+    ax.set_ylabel("latency (µs, log)")
+    ax.set_title(f"{def_name}: latency per workload")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, rotation=90, fontsize=6)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    images.append(_png(fig))
+    fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(rows) + 4), 3.6))
+    for name in d["solutions"]:
+        xs = [i for i, r in enumerate(rows) if name in r["roofline_fraction"]]
+        if xs:
+            ax.plot(xs, [rows[i]["roofline_fraction"][name] for i in xs], marker="o", ms=3, lw=1, label=label_of[name])
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("fraction of roofline")
+    ax.set_title(f"{def_name}: roofline fraction (floor latency / measured latency)")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, rotation=90, fontsize=6)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    images.append(_png(fig))
+    return images
+
+
+def _table(d: Dict[str, Any]) -> str:
+    regimes = d["regimes"]
+    head = ["solution", "passed", "mean µs"] + [f"{r} µs" for r in regimes] + ["× reference", "vs baselines", "roofline mean/min"]
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for s in d["solutions"].values():
+        f = lambda x, spec=".1f": "—" if x is None else format(x, spec)
+        vs = "; ".join(f"{html.escape(d['solutions'].get(k, {}).get('label', d.get('lower_bounds', {}).get(k, k)))}: "
+                       f"{v['mean_speedup']:.2f}×" for k, v in s["speedup_vs"].items())
+        frac = "—" if s["mean_roofline_fraction"] is None else f"{s['mean_roofline_fraction']:.2f} / {s['min_roofline_fraction']:.2f}"
+        cells = [html.escape(s["label"]), f"{s['passed']}/{s['workloads']}", f(s["mean_latency_us"])]
+        cells += [f(s["regime_latency_us"].get(r)) for r in regimes]
+        cells += [f(s["mean_speedup_vs_reference"]), vs or "—", frac]
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def write_report(results: Path, out: Optional[Path] = None) -> Path:
+    """Render ``results/summary.json`` to HTML.  Raises FileNotFoundError without a summary."""
+    summary_path = Path(results) / "summary.json"
+    if not summary_path.is_file():
+        raise FileNotFoundError(f"{results}: no summary.json (run kernelwright bench or eval first)")
+    summary = json.loads(summary_path.read_text())
+    meta = summary.get("meta", {})
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>kernelwright report</title>",
+             "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+             "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>",
+             "<h1>kernelwright results</h1>",
+             f"<p><code>{html.escape(str(meta.get('command', '')))}</code><br>{html.escape(str(meta.get('date', '')))} · "
+             f"{html.escape(str(meta.get('environment', {}).get('hardware', '')))} · "
+             f"{html.escape(json.dumps(meta.get('environment', {}).get('libs', {})))}</p>"]
+    for def_name, d in summary["definitions"].items():
+        parts.append(f"<h2>{html.escape(def_name)}</h2>")
+        parts.append(_table(d))
+        for img in _plots(def_name, d):
+            parts.append(f"<img src='{img}'>")
+    skipped = meta.get("skipped") or {}
+    if skipped:
+        parts.append("<h3>not run</h3><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>"
+                                                     for k, v in skipped.items()) + "</ul>")
+    parts.append("</body></html>")
+    out = Path(out) if out else Path(results) / "report.html"
+    out.write_text("\n".join(parts))
+    return out

@@ -1,0 +1,104 @@
+"""Aggregate traces into the bench summary (``summary.json``).
+
+Per definition and solution: workloads passed, mean latency and per-regime means (µs), mean
+speedup vs the reference, mean speedup vs each baseline (the contest's metric: the mean over
+workloads of baseline latency / solution latency, over the workloads both passed), and the
+fraction of the roofline reached (floor latency / measured latency; mean and minimum).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Dict, List, Mapping, Optional
+
+from kernelwright.definitions.base import BuiltinDefinition
+from kernelwright.trace import Trace
+
+
+def _mean(xs: List[float]) -> Optional[float]:
+    return float(statistics.mean(xs)) if xs else None
+
+
+def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
+              roles: Mapping[str, Dict[str, str]], lower_bounds: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
+              meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """``roles``: solution name -> {"label": ..., "role": "solution"|"baseline"|"lower_bound"}."""
+    out: Dict[str, Any] = {"meta": meta or {}, "definitions": {}}
+    for def_name, items in traces.items():
+        builtin = builtins.get(def_name)
+        by_sol: Dict[str, Dict[str, Trace]] = {}
+        for t in items:
+            by_sol.setdefault(t.solution, {})[t.workload.uuid] = t
+        workloads = {t.workload.uuid: t.workload for t in items}
+        regime_of = {u: (builtin.regime(w.axes) if builtin else "all") for u, w in workloads.items()}
+        order = builtin.regimes_order if builtin and builtin.regimes_order else sorted(set(regime_of.values()))
+        lat = {s: {u: t.evaluation.performance.latency_ms for u, t in per.items() if t.trusted_pass}
+               for s, per in by_sol.items()}
+        solutions = {}
+        baselines = [s for s in by_sol if roles.get(s, {}).get("role") == "baseline"]
+        for sol, per in by_sol.items():
+            passed = [t for t in per.values() if t.passed]
+            trusted = [t for t in passed if t.trusted_pass]
+            failed = [{"workload": u, "status": t.evaluation.status.value,
+                       "reasons": t.evaluation.gate.reasons if t.evaluation.gate else []}
+                      for u, t in per.items() if not t.trusted_pass]
+            regimes = {}
+            for r in order:
+                xs = [t.evaluation.performance.latency_ms * 1e3 for u, t in per.items() if t.trusted_pass and regime_of[u] == r]
+                if xs:
+                    regimes[r] = _mean(xs)
+            vs = {}
+            for base in baselines:
+                if base == sol:
+                    continue
+                common = [u for u in lat[sol] if u in lat.get(base, {})]
+                if common:
+                    vs[base] = {"mean_speedup": _mean([lat[base][u] / lat[sol][u] for u in common]),
+                                "workloads": len(common)}
+            for lb_name, lb in (lower_bounds or {}).get(def_name, {}).items():
+                common = [u for u in lat[sol] if lb.get(u)]
+                if common:
+                    vs[lb_name] = {"mean_speedup": _mean([lb[u] / lat[sol][u] for u in common]), "workloads": len(common),
+                                   "lower_bound": True}
+            fractions = [t.evaluation.gate.roofline_fraction for t in trusted
+                         if t.evaluation.gate and t.evaluation.gate.roofline_fraction is not None]
+            graph = [t.evaluation.performance.graph_latency_ms for t in trusted if t.evaluation.performance.graph_latency_ms]
+            solutions[sol] = {
+                "label": roles.get(sol, {}).get("label", sol),
+                "role": roles.get(sol, {}).get("role", "solution"),
+                "workloads": len(per),
+                "passed": len(trusted),
+                "suspicious": len(passed) - len(trusted),
+                "all_passed": len(trusted) == len(per),
+                "mean_latency_us": _mean([t.evaluation.performance.latency_ms * 1e3 for t in trusted]),
+                "mean_graph_latency_us": _mean([g * 1e3 for g in graph]),
+                "regime_latency_us": regimes,
+                "mean_speedup_vs_reference": _mean([t.evaluation.performance.speedup_factor for t in trusted]),
+                "speedup_vs": vs,
+                "mean_roofline_fraction": _mean(fractions),
+                "min_roofline_fraction": min(fractions) if fractions else None,
+                "failures": failed[:50],
+            }
+        rows = []
+        for u, w in workloads.items():
+            row = {"uuid": u, "axes": dict(w.axes), "regime": regime_of[u], "latency_us": {}, "roofline_fraction": {},
+                   "status": {}}
+            for sol, per in by_sol.items():
+                t = per.get(u)
+                if t is None:
+                    continue
+                row["status"][sol] = t.evaluation.status.value + ("*" if t.passed and not t.trusted_pass else "")
+                if t.passed:
+                    row["latency_us"][sol] = t.evaluation.performance.latency_ms * 1e3
+                    if t.evaluation.gate and t.evaluation.gate.roofline_fraction is not None:
+                        row["roofline_fraction"][sol] = t.evaluation.gate.roofline_fraction
+                    if t.evaluation.gate and t.evaluation.gate.roofline_floor_ms is not None:
+                        row["floor_us"] = t.evaluation.gate.roofline_floor_ms * 1e3
+            for lb_name, lb in (lower_bounds or {}).get(def_name, {}).items():
+                if lb.get(u):
+                    row["latency_us"][lb_name] = lb[u] * 1e3
+            rows.append(row)
+        out["definitions"][def_name] = {"regimes": order, "solutions": solutions, "workloads": rows,
+                                        "lower_bounds": {k: roles.get(k, {}).get("label", k)
+                                                         for k in (lower_bounds or {}).get(def_name, {})}}
+    return out

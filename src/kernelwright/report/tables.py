@@ -1,0 +1,48 @@
+"""Terminal tables (rich) for a bench summary: one table per definition, one row per solution."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _fmt(x: Optional[float], spec: str = ".1f", suffix: str = "") -> str:
+    return "—" if x is None else f"{x:{spec}}{suffix}"
+
+
+def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -> None:
+    console = console or Console()
+    for def_name, d in summary["definitions"].items():
+        regimes = d["regimes"]
+        sols = d["solutions"]
+        baselines = [s for s, v in sols.items() if v["role"] == "baseline"]
+        lower = list(d.get("lower_bounds", {}))
+        table = Table(title=def_name, title_justify="left", show_lines=False)
+        table.add_column("solution", no_wrap=True)
+        table.add_column("passed", justify="right")
+        table.add_column("mean µs", justify="right")
+        for r in regimes:
+            table.add_column(f"{r} µs", justify="right")
+        table.add_column("× reference", justify="right")
+        for b in baselines + lower:
+            label = sols[b]["label"] if b in sols else d["lower_bounds"].get(b, b)
+            table.add_column(f"× {label}", justify="right")
+        table.add_column("roofline mean/min", justify="right")
+        for name, s in sols.items():
+            passed = f"{s['passed']}/{s['workloads']}" + (f" ({s['suspicious']} susp.)" if s["suspicious"] else "")
+            style = None if s["all_passed"] else "red"
+            cells = [s["label"], passed, _fmt(s["mean_latency_us"])]
+            cells += [_fmt(s["regime_latency_us"].get(r)) for r in regimes]
+            cells.append(_fmt(s["mean_speedup_vs_reference"], ".1f", "×"))
+            for b in baselines + lower:
+                v = s["speedup_vs"].get(b)
+                cells.append("—" if v is None else f"{v['mean_speedup']:.2f}×")
+            frac = s["mean_roofline_fraction"]
+            cells.append("—" if frac is None else f"{frac:.2f} / {s['min_roofline_fraction']:.2f}")
+            table.add_row(*cells, style=style)
+        console.print(table)
+        for name, s in sols.items():
+            for f in s["failures"][:5]:
+                console.print(f"  [red]{s['label']}[/red] {f['workload'][:12]}: {f['status']} {','.join(f['reasons'])}")
