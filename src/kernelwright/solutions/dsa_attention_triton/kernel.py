@@ -1,0 +1,273 @@
+"""DSA sparse MLA decode (absorbed form), split-K flash-decoding in Triton.
+
+Definition dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64.  For each query token t and
+the valid entries (id >= 0) of sparse_indices[t] (global token ids page*page_size + slot):
+
+    logits    = (q_nope[t] Kc^T + q_pe[t] Kp^T) * sm_scale       [heads, n_valid]
+    output[t] = softmax(logits) Kc                                [heads, 512]  bf16
+    lse[t]    = log2(sum exp(logits))                             [heads]       fp32
+
+A token with no valid index gets output 0 and lse -inf.
+
+Two launches, no host synchronisation (grids come from shapes only):
+
+  1. ``_dsa_split_kernel``, grid (T, num_splits).  Program (t, s) owns ``SPLIT`` consecutive
+     slots of sparse_indices[t].  It loads q_nope[t] [H, 512] and q_pe[t] [H, 64] once, then per
+     tile of BLOCK_N slots gathers the ckv rows [BLOCK_N, 512] and kpe rows [BLOCK_N, 64]
+     (masked to zero where id < 0), computes the logits with bf16 tl.dot (fp32 accumulation),
+     runs the online softmax in base 2 (logits pre-multiplied by sm_scale*log2(e), tl.exp2) and
+     accumulates acc[H, 512] += p @ Kc, reusing the gathered ckv tile as V.  It writes the
+     partial (m, l, acc) in fp32 to scratch.  A split with no valid id writes m = -inf, l = 0,
+     acc = 0 (no NaN: the running max is replaced by 0 while it is still -inf).
+  2. ``_dsa_combine_kernel``, grid (T, H, 512 / BLOCK_D).  Merges the splits of one
+     (token, head, 128-wide slice of the value dim): M = max m_i, w_i = exp2(m_i - M),
+     L = sum w_i l_i, output = sum w_i acc_i / L (bf16), lse = M + log2(L).  L == 0 (no valid
+     index in the row) gives output 0 and lse -inf.
+
+The split size (slots per program) is chosen from T on the host so that T * num_splits is
+about one wave of the H200's 132 SMs while keeping the fp32 partials (32 KB per split) small
+next to the gathered rows (1152 B per slot).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+# Target number of split programs in kernel 1: about one wave on 132 SMs.
+_TARGET_PROGRAMS = 128
+_MIN_SPLIT = 32
+_MAX_SPLIT = 256
+_BLOCK_D = 128  # value-dim slice per combine program
+_COMBINE_BLOCK_D = None  # tests pin the GPU tiling here under the interpreter
+_MAX_SPLITS = 128  # bound on splits: the combine kernel holds m/l of all splits in one vector
+
+
+# Two helpers keep the interpreter (CPU tests, TRITON_INTERPRET=1) numerically faithful to the
+# GPU.  With INTERPRET=False (every GPU compile) they are a plain tl.dot and a plain cast.
+
+@triton.jit
+def _dot(a, b, acc, INTERPRET: tl.constexpr):
+    """acc + a @ b with fp32 accumulation.  On the GPU the bf16 operands go straight to the
+    tensor cores.  The interpreter's tl.dot multiplies the raw uint16 bit patterns of bfloat16
+    operands (triton-lang/triton#11584; Triton's debugging guide says to cast to fp32), so
+    there they are upcast first (exact: bf16 -> fp32)."""
+    if INTERPRET:
+        return tl.dot(a.to(tl.float32), b.to(tl.float32), acc=acc)
+    else:
+        return tl.dot(a, b, acc=acc)
+
+
+@triton.jit
+def _to_bf16(x, INTERPRET: tl.constexpr):
+    """fp32 -> bf16, round to nearest even (the GPU's cvt.rn.bf16.f32).  The interpreter's
+    plain cast truncates (and its "rtne" mode drops the carry into the exponent), so there the
+    value is first rounded in fp32 by the usual bit trick, after which truncation is exact."""
+    if INTERPRET:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.to(tl.float32, bitcast=True).to(tl.bfloat16)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _dsa_split_kernel(
+    q_nope_ptr, q_pe_ptr, ckv_ptr, kpe_ptr, idx_ptr,
+    m_ws_ptr, l_ws_ptr, acc_ws_ptr,
+    scale_log2,
+    num_heads, topk, num_splits,
+    stride_qn_t, stride_qn_h, stride_qn_d,
+    stride_qp_t, stride_qp_h, stride_qp_d,
+    stride_ckv_p, stride_ckv_s, stride_ckv_d,
+    stride_kpe_p, stride_kpe_s, stride_kpe_d,
+    stride_idx_t, stride_idx_k,
+    PAGE_SIZE: tl.constexpr,
+    BLOCK_H: tl.constexpr, D_CKV: tl.constexpr, D_KPE: tl.constexpr,
+    SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, INTERPRET: tl.constexpr,
+):
+    t = tl.program_id(0)
+    s = tl.program_id(1)
+    t64 = t.to(tl.int64)
+
+    offs_h = tl.arange(0, BLOCK_H)
+    offs_c = tl.arange(0, D_CKV)
+    offs_p = tl.arange(0, D_KPE)
+    h_mask = offs_h < num_heads
+
+    # Queries of this token, loaded once: [BLOCK_H, D_CKV] and [BLOCK_H, D_KPE] bf16.
+    qn = tl.load(q_nope_ptr + t64 * stride_qn_t + offs_h[:, None] * stride_qn_h
+                 + offs_c[None, :] * stride_qn_d, mask=h_mask[:, None], other=0.0)
+    qp = tl.load(q_pe_ptr + t64 * stride_qp_t + offs_h[:, None] * stride_qp_h
+                 + offs_p[None, :] * stride_qp_d, mask=h_mask[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], tl.float32)
+    acc = tl.zeros([BLOCK_H, D_CKV], tl.float32)
+
+    idx_row = idx_ptr + t64 * stride_idx_t
+    split_start = s * SPLIT
+    for n0 in range(0, SPLIT, BLOCK_N):
+        offs_n = split_start + n0 + tl.arange(0, BLOCK_N)
+        ids = tl.load(idx_row + offs_n * stride_idx_k, mask=offs_n < topk, other=-1)
+        valid = ids >= 0
+        ids64 = tl.where(valid, ids, 0).to(tl.int64)
+        page = ids64 // PAGE_SIZE
+        slot = ids64 % PAGE_SIZE
+        ckv_rows = page * stride_ckv_p + slot * stride_ckv_s
+        kpe_rows = page * stride_kpe_p + slot * stride_kpe_s
+
+        kc = tl.load(ckv_ptr + ckv_rows[:, None] + offs_c[None, :] * stride_ckv_d,
+                     mask=valid[:, None], other=0.0)          # [BLOCK_N, D_CKV] bf16
+        kp = tl.load(kpe_ptr + kpe_rows[:, None] + offs_p[None, :] * stride_kpe_d,
+                     mask=valid[:, None], other=0.0)          # [BLOCK_N, D_KPE] bf16
+
+        qk = _dot(qn, tl.trans(kc), None, INTERPRET)            # [BLOCK_H, BLOCK_N] fp32
+        qk = _dot(qp, tl.trans(kp), qk, INTERPRET)
+        qk = qk * scale_log2
+        qk = tl.where(valid[None, :], qk, float("-inf"))
+
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_safe)
+        p = tl.exp2(qk - m_safe[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        acc = _dot(_to_bf16(p, INTERPRET), kc, acc, INTERPRET)
+        m_i = m_new
+
+    # Partials: m/l [T, splits, H], acc [T, splits, H, D_CKV] (contiguous fp32 scratch).
+    row = (t64 * num_splits + s) * num_heads
+    tl.store(m_ws_ptr + row + offs_h, m_i, mask=h_mask)
+    tl.store(l_ws_ptr + row + offs_h, l_i, mask=h_mask)
+    tl.store(acc_ws_ptr + (row + offs_h[:, None]) * D_CKV + offs_c[None, :], acc,
+             mask=h_mask[:, None])
+
+
+@triton.jit
+def _dsa_combine_kernel(
+    m_ws_ptr, l_ws_ptr, acc_ws_ptr, out_ptr, lse_ptr,
+    num_heads, num_splits,
+    stride_o_t, stride_o_h, stride_o_d,
+    stride_lse_t, stride_lse_h,
+    D_CKV: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr, INTERPRET: tl.constexpr,
+):
+    t = tl.program_id(0)
+    h = tl.program_id(1)
+    dblk = tl.program_id(2)
+    t64 = t.to(tl.int64)
+
+    offs_s = tl.arange(0, SPLIT_BLOCK)
+    offs_d = dblk * BLOCK_D + tl.arange(0, BLOCK_D)
+    base = t64 * num_splits * num_heads + h  # + split * num_heads
+
+    # Global max and denominator over all splits (SPLIT_BLOCK = next_pow2(num_splits) <= 128).
+    smask = offs_s < num_splits
+    m = tl.load(m_ws_ptr + base + offs_s * num_heads, mask=smask, other=float("-inf"))
+    l = tl.load(l_ws_ptr + base + offs_s * num_heads, mask=smask, other=0.0)
+    m_all = tl.max(m, 0)
+    m_safe = tl.where(m_all == float("-inf"), 0.0, m_all)
+    l_all = tl.sum(tl.exp2(m - m_safe) * l, 0)                  # empty / padded splits: 0
+
+    # Weighted sum of the partial accumulators, SPLIT_CHUNK splits at a time (a whole
+    # [64, 128] fp32 tile of pointers + values would need ~250 registers).
+    acc = tl.zeros([BLOCK_D], tl.float32)
+    for c0 in range(0, SPLIT_BLOCK, SPLIT_CHUNK):
+        ss = c0 + tl.arange(0, SPLIT_CHUNK)
+        cmask = ss < num_splits
+        mc = tl.load(m_ws_ptr + base + ss * num_heads, mask=cmask, other=float("-inf"))
+        wc = tl.exp2(mc - m_safe)
+        a = tl.load(acc_ws_ptr + (base + ss[:, None] * num_heads) * D_CKV + offs_d[None, :],
+                    mask=cmask[:, None], other=0.0)               # [SPLIT_CHUNK, BLOCK_D]
+        acc += tl.sum(wc[:, None] * a, 0)
+
+    has = l_all > 0.0
+    inv = tl.where(has, 1.0 / tl.where(has, l_all, 1.0), 0.0)
+    o = acc * inv
+    tl.store(out_ptr + t64 * stride_o_t + h * stride_o_h + offs_d * stride_o_d,
+             _to_bf16(o, INTERPRET))
+    if dblk == 0:
+        lse = tl.where(has, m_all + tl.log2(tl.where(has, l_all, 1.0)), float("-inf"))
+        tl.store(lse_ptr + t64 * stride_lse_t + h * stride_lse_h, lse)
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _split_config(num_tokens: int, topk: int):
+    """(SPLIT, BLOCK_N, num_warps, num_stages) for kernel 1: slots per program, slots per
+    tile, warps, software-pipeline depth of the gather loop (used when SPLIT > BLOCK_N).
+
+    Grow the split (fewer programs, fewer fp32 partials) while T * splits stays >= one wave
+    (~128 programs).  Contest topk 2048: T=1 -> 32 (64 programs), T=2 -> 32 (128),
+    T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=40 -> 256 (320).
+    BLOCK_N 32 / 4 warps is the tile SGLang's grouped MLA decode kernel runs on Hopper with the
+    same [16, 512] query block; a 64-row tile needs 8 warps and twice the shared memory.
+    """
+    split = _MIN_SPLIT
+    while split < _MAX_SPLIT and num_tokens * triton.cdiv(topk, 2 * split) >= _TARGET_PROGRAMS:
+        split *= 2
+    split = max(16, min(split, triton.next_power_of_2(topk)))
+    # The combine kernel reads m/l of all splits as one vector: keep num_splits <= _MAX_SPLITS.
+    while triton.cdiv(topk, split) > _MAX_SPLITS:
+        split *= 2
+    block_n = min(split, 32)
+    return split, block_n, 4, 2
+
+
+def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse):
+    """Destination-passing entry point: writes every element of ``output`` and ``lse``."""
+    num_tokens, num_heads, d_ckv = q_nope.shape
+    d_kpe = q_pe.shape[-1]
+    page_size = ckv_cache.shape[1]
+    topk = sparse_indices.shape[1]
+    if num_tokens == 0:
+        return None
+    assert d_ckv >= 16 and d_ckv & (d_ckv - 1) == 0, "head_dim_ckv: power of two >= 16"
+    assert d_kpe >= 16 and d_kpe & (d_kpe - 1) == 0, "head_dim_kpe: power of two >= 16"
+
+    split, block_n, num_warps, num_stages = _split_config(num_tokens, topk)
+    num_splits = triton.cdiv(topk, split)
+    block_h = max(16, triton.next_power_of_2(num_heads))
+    dev = q_nope.device
+    interpret = _interpreting()
+
+    m_ws = torch.empty((num_tokens, num_splits, num_heads), dtype=torch.float32, device=dev)
+    l_ws = torch.empty((num_tokens, num_splits, num_heads), dtype=torch.float32, device=dev)
+    acc_ws = torch.empty((num_tokens, num_splits, num_heads, d_ckv), dtype=torch.float32,
+                         device=dev)
+
+    _dsa_split_kernel[(num_tokens, num_splits)](
+        q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
+        m_ws, l_ws, acc_ws,
+        float(sm_scale) * LOG2E,
+        num_heads, topk, num_splits,
+        *q_nope.stride(), *q_pe.stride(),
+        *ckv_cache.stride(), *kpe_cache.stride(),
+        *sparse_indices.stride(),
+        PAGE_SIZE=page_size,
+        BLOCK_H=block_h, D_CKV=d_ckv, D_KPE=d_kpe,
+        SPLIT=split, BLOCK_N=block_n, INTERPRET=interpret,
+        num_warps=num_warps, num_stages=num_stages,
+    )
+    split_block = max(2, triton.next_power_of_2(num_splits))
+    # One program per 128-wide value slice on the GPU (4x the parallelism of whole rows at
+    # T=1); the interpreter pays per program, so it takes whole 512-wide rows unless a test
+    # pins the GPU tiling through _COMBINE_BLOCK_D.
+    block_d = _COMBINE_BLOCK_D or (d_ckv if interpret else min(_BLOCK_D, d_ckv))
+    _dsa_combine_kernel[(num_tokens, num_heads, d_ckv // block_d)](
+        m_ws, l_ws, acc_ws, output, lse,
+        num_heads, num_splits,
+        *output.stride(), *lse.stride(),
+        D_CKV=d_ckv, BLOCK_D=block_d, SPLIT_BLOCK=split_block,
+        SPLIT_CHUNK=min(split_block, 16), INTERPRET=interpret,
+        num_warps=4,
+    )
+    return None
