@@ -20,6 +20,18 @@ def test_config_errors_are_one_line() -> None:
         make_backend(["claude-code"])  # type: ignore[arg-type]
 
 
+def test_direct_construction_errors_are_one_line(tmp_path) -> None:
+    from kernelwright.agents import TurnRequest
+
+    with pytest.raises(AgentConfigError) as exc:
+        AgentConfig(backend="codex", sandbox="yolo")
+    assert str(exc.value).startswith("invalid agent config: sandbox: ") and "\n" not in str(exc.value)
+    with pytest.raises(AgentConfigError, match="invalid turn request: timeout_s"):
+        TurnRequest(workspace=tmp_path, prompt="p", timeout_s=0)
+    with pytest.raises(ValueError):  # AgentConfigError is a ValueError too
+        TurnRequest(workspace=tmp_path, prompt="p", colour="red")
+
+
 def test_registry_builds_each_backend() -> None:
     assert {"claude-code", "codex", "gemini", "openai", "scripted"} <= set(backend_names())
     assert isinstance(make_backend({"backend": "claude-code"}), agents.ClaudeCodeBackend)

@@ -71,13 +71,33 @@ def _one_line(message: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class AgentConfig(BaseModel):
+def _summarize(what: str, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or what
+    return f"invalid {what}: {where}: {first.get('msg')} ({exc.error_count()} error(s))"
+
+
+class _OneLineModel(BaseModel):
+    """Constructing with bad values raises :class:`AgentConfigError` (one line), not a ValidationError."""
+
+    _what: ClassVar[str] = "value"
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise AgentConfigError(_summarize(self._what, exc)) from None
+
+
+class AgentConfig(_OneLineModel):
     """How to run one backend.  Unknown keys are rejected.
 
     Times are in seconds, money in US dollars, token counts in tokens.
+    Invalid values raise :class:`AgentConfigError` with a one-line message.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=False)
+    _what: ClassVar[str] = "agent config"
 
     backend: BackendName
     #: model name passed to the client (``--model`` / ``-m``); ``None`` = client default
@@ -136,21 +156,19 @@ class AgentConfig(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "config"
-            raise AgentConfigError(
-                f"invalid agent config: {where}: {first.get('msg')} ({exc.error_count()} error(s))"
-            ) from None
+            raise AgentConfigError(_summarize("agent config", exc)) from None
 
 
-class TurnRequest(BaseModel):
+class TurnRequest(_OneLineModel):
     """One bounded agent turn.
 
     ``workspace`` must be an existing directory (the agent's worktree); the
-    client process runs with it as its working directory.
+    client process runs with it as its working directory.  Invalid values
+    raise :class:`AgentConfigError` with a one-line message.
     """
 
     model_config = ConfigDict(extra="forbid")
+    _what: ClassVar[str] = "turn request"
 
     workspace: Path
     prompt: str

@@ -31,6 +31,7 @@ from .base import (
     AgentEvent,
     AgentUnavailable,
     AttemptFailure,
+    ErrorKind,
     EventLog,
     TurnRequest,
     TurnResult,
@@ -329,7 +330,7 @@ class OpenAICompatBackend(AgentBackend):
                 log.write(json.dumps({"error": last_err}) + "\n")
             if attempt < self.config.max_retries:
                 time.sleep(min(self.config.retry_backoff_s * (attempt + 1), max(deadline - time.monotonic(), 0), 30))
-        kind = "malformed" if last_err.startswith("malformed") else "transport"
+        kind: ErrorKind = "malformed" if last_err.startswith("malformed") else "transport"
         raise AttemptFailure(kind, f"model request failed after {self.config.max_retries + 1} tries: {last_err}",
                              retryable=False)
 
