@@ -23,7 +23,7 @@ from kernelwright.cli.common import (
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
                   help="Correctness-gated kernel workbench for LLM-serving operators (FlashInfer-Trace compatible).")
-console = Console()
+console = Console(width=None if Console().is_terminal else 160)
 
 
 @app.command("defs")

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the H200 device machine (no registry there): installs the carried wheels, then one of
+# the stages below, writing logs and records under $OUT.  Usage: bash scripts/h200.sh STAGE...
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1 \
+    || echo "wheel install failed"
+fi
+export PYTHONPATH=/tmp/site:$PWD/.whl/vllm-extract:$PWD/src:$PWD
+export KERNELWRIGHT_CACHE=/tmp/kwcache
+kw() { python3 -m kernelwright "$@"; }
+
+for stage in "$@"; do
+  echo "=== stage $stage $(date +%T)"
+  case $stage in
+    env)
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
+      python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+      python3 -c "from cupti import cupti; print('cupti ok')" || echo "no cupti"
+      python3 -c "from cuda.bindings import runtime; print('cuda.bindings ok')" || echo "no cuda.bindings"
+      python3 -c "import pydantic; print('pydantic', pydantic.VERSION)";;
+    device-info) kw device-info --measure 2>&1 | tee "$OUT/device-info.txt";;
+    gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -60;;
+    smoke) kw bench -d indexer -d attention --limit 4 --out "$OUT/smoke" 2>&1 | tail -40;;
+    bench) kw bench --out "$OUT/bench" 2>&1 | tail -60;;
+    *) echo "unknown stage $stage";;
+  esac
+done

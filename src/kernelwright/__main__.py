@@ -1,0 +1,5 @@
+"""``python -m kernelwright`` = the ``kernelwright`` command."""
+
+from kernelwright.cli.app import main
+
+main()
