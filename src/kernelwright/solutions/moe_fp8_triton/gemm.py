@@ -1,0 +1,156 @@
+"""The two grouped FP8 GEMMs and the per-token reduce.
+
+GEMM1  (one program per (M-block, N-block of I)):  up = A W13[e, :I]^T, gate = A W13[e, I:]^T,
+       both FP8 dots in the same K loop with 128-block scale promotion in fp32; epilogue
+       C = silu(gate) * up, re-quantised to FP8 per row per BLOCK_N columns (BLOCK_N = the
+       C quantisation group QG, so each tile row is exactly one group).
+GEMM2  (one program per (M-block, N-block of H)):  O = C W2[e]^T with QG-block C scales and
+       128x128 W2 scales, written as bf16 rows at the pair's padded row.
+reduce (one program per (token, H-block)): out[t] = sum_k w[t,k] * O[row(t,k)] over the
+       token's local pairs in top-k order, fp32, cast to bf16; 0 where no local pair.
+
+H and I are constexpr: the definition fixes them (they never vary between workloads), and
+constant trip counts and strides help the compiler.  Per-workload sizes (T, R) stay runtime
+arguments.  M-blocks come from the align kernel's table: block_expert[b] (-1: unused, the
+program exits at once) and block_rows[b] (valid rows; the rest of the block is padding).
+"""
+
+import triton
+import triton.language as tl
+
+SCALE_BLOCK = 128  # FP8 block-scale granularity of the operands (1x128 activations, 128x128 W)
+FP8_MAX = 448.0
+
+
+@triton.jit(do_not_specialize=["T", "R"])
+def _gemm1_kernel(
+    a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr,
+    c_ptr, c_scale_ptr,
+    T, R,
+    H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    NUM_N: tl.constexpr = I // BLOCK_N
+    pid_m = pid // NUM_N
+    pid_n = pid % NUM_N
+    expert = tl.load(block_expert_ptr + pid_m)
+    if expert < 0:
+        return
+    n_valid = tl.load(block_rows_ptr + pid_m)
+
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    rows = pid_m * BLOCK_M + offs_m                         # padded rows of this block
+    row_ok = offs_m < n_valid
+    pair = tl.load(sorted_ptr + rows, mask=row_ok, other=0)
+    tok = tl.where(row_ok, pair // TOP_K, 0)                # padding rows read token 0 (discarded)
+
+    a_ptrs = a_ptr + tok.to(tl.int64)[:, None] * H + offs_k[None, :]
+    n_up = pid_n * BLOCK_N + offs_n                           # rows of W13 (up half)
+    wu_ptrs = (w_ptr + expert.to(tl.int64) * (2 * I * H)
+               + n_up.to(tl.int64)[None, :] * H + offs_k[:, None])
+    wg_ptrs = wu_ptrs + I * H                                 # gate half: rows I + n_up
+    KB: tl.constexpr = H // SCALE_BLK
+    ws_base = w_scale_ptr + expert * ((2 * I // SCALE_BLK) * KB)
+    su_ptr = ws_base + ((pid_n * BLOCK_N) // SCALE_BLK) * KB
+    sg_ptr = ws_base + ((I + pid_n * BLOCK_N) // SCALE_BLK) * KB
+    as_ptrs = a_scale_ptr + tok                               # [H/128, T]: + kb * T
+
+    acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, H // BLOCK_K):
+        kb = (k * BLOCK_K) // SCALE_BLK
+        a = tl.load(a_ptrs)
+        a_s = tl.load(as_ptrs + kb * T)
+        wu = tl.load(wu_ptrs)
+        wg = tl.load(wg_ptrs)
+        s_u = tl.load(su_ptr + kb)
+        s_g = tl.load(sg_ptr + kb)
+        acc_u += tl.dot(a, wu) * (a_s[:, None] * s_u)
+        acc_g += tl.dot(a, wg) * (a_s[:, None] * s_g)
+        a_ptrs += BLOCK_K
+        wu_ptrs += BLOCK_K
+        wg_ptrs += BLOCK_K
+
+    # SwiGLU (the SECOND half is the gate), then 1 x BLOCK_N FP8 re-quantisation per row
+    c = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+    amax = tl.max(tl.abs(c), axis=1)
+    scale = tl.where(amax > 0.0, amax / FP8_MAX_C, 1.0)
+    q = tl.minimum(tl.maximum(c / scale[:, None], -FP8_MAX_C), FP8_MAX_C)
+    # Round to the e4m3 grid (3 mantissa bits, nearest-even) in integer arithmetic, so the cast
+    # below is exact both on the GPU (cvt.rn.satfinite) and in the Triton interpreter (whose
+    # fp32->fp8 cast truncates and can mis-carry into the exponent).  |q| <= 448 stays <= 448.
+    bits = q.to(tl.int32, bitcast=True)
+    bits = (bits + (0x7FFFF + ((bits >> 20) & 1))) & -1048576   # -1048576 = ~0xFFFFF
+    q = bits.to(tl.float32, bitcast=True)
+    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * I + n_up[None, :]
+    tl.store(c_ptrs, q.to(c_ptr.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(c_scale_ptr + pid_n * R + rows, scale, mask=row_ok)   # [I/BLOCK_N, R]
+
+
+@triton.jit(do_not_specialize=["R"])
+def _gemm2_kernel(
+    c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr, y_ptr,
+    R,
+    H: tl.constexpr, I: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SCALE_BLK: tl.constexpr,
+):
+    """BLOCK_K equals GEMM1's BLOCK_N (the C quantisation group): one C scale per K step."""
+    pid = tl.program_id(0)
+    NUM_N: tl.constexpr = H // BLOCK_N
+    pid_m = pid // NUM_N
+    pid_n = pid % NUM_N
+    expert = tl.load(block_expert_ptr + pid_m)
+    if expert < 0:
+        return
+    n_valid = tl.load(block_rows_ptr + pid_m)
+
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_k = tl.arange(0, BLOCK_K)
+    rows = pid_m * BLOCK_M + offs_m
+    row_ok = offs_m < n_valid
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+
+    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * I + offs_k[None, :]
+    w_ptrs = (w_ptr + expert.to(tl.int64) * (H * I)
+              + offs_n.to(tl.int64)[None, :] * I + offs_k[:, None])
+    KB: tl.constexpr = I // SCALE_BLK
+    ws_ptrs = w_scale_ptr + expert * ((H // SCALE_BLK) * KB) + (offs_n // SCALE_BLK) * KB
+    cs_ptrs = c_scale_ptr + rows
+
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, I // BLOCK_K):
+        kb = (k * BLOCK_K) // SCALE_BLK
+        c = tl.load(c_ptrs, mask=row_ok[:, None], other=0.0)   # padding rows were never written
+        c_s = tl.load(cs_ptrs + k * R, mask=row_ok, other=0.0)
+        w = tl.load(w_ptrs)
+        w_s = tl.load(ws_ptrs + kb)
+        acc += tl.dot(c, w) * (c_s[:, None] * w_s[None, :])
+        c_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+
+    y_ptrs = y_ptr + rows.to(tl.int64)[:, None] * H + offs_n[None, :]
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=row_ok[:, None])
+
+
+@triton.jit
+def _reduce_kernel(
+    y_ptr, pair_row_ptr, weights_ptr, out_ptr,
+    H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_H: tl.constexpr,
+):
+    t = tl.program_id(0).to(tl.int64)
+    pid_h = tl.program_id(1)
+    kk = tl.arange(0, TOP_K)
+    row = tl.load(pair_row_ptr + t * TOP_K + kk)              # -1: expert not local
+    w = tl.load(weights_ptr + t * TOP_K + kk)
+    is_loc = row >= 0
+    offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    h_ok = offs_h < H
+    y = tl.load(y_ptr + tl.where(is_loc, row, 0).to(tl.int64)[:, None] * H + offs_h[None, :],
+                mask=is_loc[:, None] & h_ok[None, :], other=0.0).to(tl.float32)
+    acc = tl.sum(y * tl.where(is_loc, w, 0.0)[:, None], axis=0)   # fixed order: deterministic
+    tl.store(out_ptr + t * H + offs_h, acc.to(out_ptr.dtype.element_ty), mask=h_ok)
