@@ -43,12 +43,23 @@ class RooflineWork:
     unit: str  # "fp8" | "bf16"
 
     def floor_s(self, ceilings: Mapping[str, float]) -> float:
-        """Lower bound on latency in seconds: max(FLOPs / rate, bytes / bandwidth).
+        """Lower bound on latency in seconds: max(FLOPs / rate, bytes / bandwidth, one launch).
 
-        ``ceilings`` has ``copy_bandwidth_Bps`` and ``fp8_flops``/``bf16_flops`` (per second).
+        ``ceilings`` has ``copy_bandwidth_Bps`` and ``fp8_flops``/``bf16_flops`` (per second),
+        and optionally ``launch_latency_s``: the latency of one trivial kernel measured the way
+        the gate measures (CUDA events, device idle before the start event).  A call must launch
+        at least one kernel, so no honest latency is below it, whatever the bytes and FLOPs.
         """
         rate = ceilings[f"{self.unit}_flops"]
-        return max(self.flops / rate, self.bytes / ceilings["copy_bandwidth_Bps"])
+        return max(self.flops / rate, self.bytes / ceilings["copy_bandwidth_Bps"],
+                   ceilings.get("launch_latency_s", 0.0))
+
+    @staticmethod
+    def mean(works: "List[RooflineWork]") -> "RooflineWork":
+        """The average work over several input draws (e.g. the trials of one workload)."""
+        n = len(works)
+        return RooflineWork(flops=sum(w.flops for w in works) / n, bytes=sum(w.bytes for w in works) / n,
+                            unit=works[0].unit)
 
 
 InputMaker = Callable[[Definition, Workload, torch.Generator, torch.device], Dict[str, Any]]
