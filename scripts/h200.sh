@@ -4,11 +4,12 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1 \
+WHL=${WHL:-.whl}
+if [ -d "$WHL" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$WHL"/*.whl >/dev/null 2>&1 \
     || echo "wheel install failed"
 fi
-export PYTHONPATH=/tmp/site:$PWD/.whl/vllm-extract:$PWD/src:$PWD
+export PYTHONPATH=/tmp/site:$WHL/vllm-extract:$PWD/src:$PWD
 export KERNELWRIGHT_CACHE=/tmp/kwcache
 kw() { python3 -m kernelwright "$@"; }
 
@@ -24,7 +25,11 @@ for stage in "$@"; do
     device-info) kw device-info --measure 2>&1 | tee "$OUT/device-info.txt";;
     gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -60;;
     smoke) kw bench -d indexer -d attention --limit 4 --out "$OUT/smoke" 2>&1 | tail -40;;
-    bench) kw bench --out "$OUT/bench" 2>&1 | tail -60;;
+    bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records: summary + traces (logs stay on the machine)
+      name=${BENCH_NAME:-bench}
+      timeout ${BENCH_TIMEOUT:-520} python3 -m kernelwright bench ${BENCH_ARGS:-} --out /tmp/kw-$name 2>&1 | tee "$OUT/$name.log" | tail -${BENCH_TAIL:-45}
+      mkdir -p "$OUT/$name" && cp /tmp/kw-$name/summary.json /tmp/kw-$name/traces/*.jsonl "$OUT/$name/" 2>/dev/null
+      tar czf "$OUT/$name-logs.tgz" -C /tmp/kw-$name logs 2>/dev/null;;
     *) echo "unknown stage $stage";;
   esac
 done
