@@ -23,10 +23,15 @@ import torch
 # Datasheet peaks (dense) and measured anchors; sources in the "source" strings.
 KNOWN_DEVICES: Dict[str, Dict] = {
     "NVIDIA H200": {
-        "measured": {"copy_bandwidth_Bps": 4.27e12, "bf16_flops": 796e12, "fp8_flops": 1.45e15},
-        "peak": {"copy_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12},
-        "source": "measured on an H200 on 2026-11-29 (copy 4.27 TB/s, 8192^3 bf16 796-800 TFLOP/s, "
-                  "8192^3 torch._scaled_mm 1.42-1.49 PFLOP/s); peaks from the H200 SXM datasheet",
+        "measured": {"copy_bandwidth_Bps": 4.26e12, "bf16_flops": 754e12, "fp8_flops": 1.388e15,
+                     "launch_latency_s": 30.1e-6},
+        "peak": {"copy_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12,
+                 "launch_latency_s": 1.0e-6},
+        "source": "kernelwright device-info --measure on the H200 on 2026-11-29 (record: "
+                  "results/h200/2026-11-29-v1-moe-attention/device-info.txt; launch latency = one "
+                  "trivial torch kernel by CUDA events, device idle before the start event, host "
+                  "launch overhead included); peaks from the H200 SXM datasheet, launch peak = "
+                  "one trivial kernel by CUPTI",
     },
     "NVIDIA H100 80GB HBM3": {
         "measured": {"copy_bandwidth_Bps": 3.0e12, "bf16_flops": 750e12, "fp8_flops": 1.35e15},
@@ -34,6 +39,14 @@ KNOWN_DEVICES: Dict[str, Dict] = {
         "source": "H100 SXM datasheet peaks; measured column is an estimate, run `kernelwright device-info --measure`",
     },
 }
+
+
+def resolve_device(device) -> torch.device:
+    """A torch.device with an explicit index for CUDA ("cuda" -> "cuda:<current>")."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
 
 
 def cache_dir() -> Path:
@@ -86,6 +99,7 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
     Raises:
         RuntimeError: no CUDA device.
     """
+    device = resolve_device(device)
     if device.type != "cuda":
         raise RuntimeError("device ceilings are measured on a CUDA device")
     torch.cuda.set_device(device)
@@ -107,7 +121,19 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
         fp8_flops = 2 * size**3 / (fp8_ms * 1e-3)
     except Exception:
         pass
+    tiny = torch.zeros(1, device=device)
+    launches = []
+    for _ in range(50):
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        tiny.add_(1)
+        b.record()
+        torch.cuda.synchronize()
+        launches.append(a.elapsed_time(b))
+    launches.sort()
     measured = {
+        "launch_latency_s": launches[len(launches) // 2] * 1e-3,
         "copy_bandwidth_Bps": 2 * 4 * n / (copy_ms * 1e-3),
         "bf16_flops": 2 * size**3 / (bf16_ms * 1e-3),
         "fp8_flops": fp8_flops or 2 * (2 * size**3 / (bf16_ms * 1e-3)),
@@ -123,5 +149,5 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
             table = {}
         table[name] = record
         path.write_text(json.dumps(table, indent=2))
-    peak = (KNOWN_DEVICES.get(name) or {}).get("peak") or measured
+    peak = (KNOWN_DEVICES.get(name) or {}).get("peak") or {**measured, "launch_latency_s": 1e-6}
     return {"measured": measured, "peak": peak, "source": record["source"], "name": name}
