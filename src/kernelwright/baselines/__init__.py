@@ -1,0 +1,236 @@
+"""Trusted baseline solutions built on public libraries (DeepGEMM, FlashMLA, FlashInfer), one
+solution folder each, for side-by-side timing with kernelwright's own kernels on Hopper.
+
+``all_baselines(definition_name)`` lists them as ``BaselineEntry``: the packed Solution, a human
+label, a ``kind`` ("complete": a full implementation that must pass the gate; "lower_bound":
+timing only, e.g. the GEMMs alone, never claimed correct) and ``availability()`` (None, or a
+one-line reason it cannot run here, found without importing the heavy packages).
+
+A baseline may declare ``"prepare": "kernel.py::prepare"`` in its manifest: the gate calls
+``prepare(*inputs) -> state`` once per input set outside the timed region, then
+``run(*inputs, *outputs, state=state)`` (DPS) or ``run(*inputs, state=state)``.  Only these
+trusted baselines get a ``prepare``; see docs/baselines.md for what each one leaves untimed.
+
+Folder sources import torch, triton and the baseline's library only, and reach sibling files
+through relative imports, like any solution.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from kernelwright.solutions import load_solution_folder
+from kernelwright.trace import Solution
+
+BASELINES_ROOT = Path(__file__).parent
+KINDS = ("complete", "lower_bound")
+
+
+# --------------------------------------------------------------------------- availability
+def _vllm_roots() -> List[Path]:
+    """Folders of the top-level ``vllm`` package (the full wheel or the device-wheels extract),
+    found without importing it."""
+    try:
+        spec = importlib.util.find_spec("vllm")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def _top_level(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _has_deep_gemm() -> bool:
+    return any((r / "third_party" / "deep_gemm" / "__init__.py").is_file() for r in _vllm_roots()) \
+        or _top_level("deep_gemm")
+
+
+def _has_flashmla() -> bool:
+    for root in _vllm_roots():
+        if (root / "third_party" / "flashmla" / "flash_mla_interface.py").is_file() and \
+                any(root.glob("_flashmla_C*.so")):
+            return True
+    return _top_level("flash_mla")
+
+
+def _find_nvcc() -> Optional[str]:
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and Path(home, "bin", "nvcc").is_file():
+            return str(Path(home, "bin", "nvcc"))
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    return "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None
+
+
+def _gpu_reason(allowed_majors: Tuple[int, ...], what: str) -> Optional[str]:
+    import torch  # already a dependency of everything here; cheap next to the packages above
+
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    major, minor = torch.cuda.get_device_capability()
+    if major not in allowed_majors:
+        return f"needs {what}, found sm_{major}{minor} ({torch.cuda.get_device_name()})"
+    return None
+
+
+def _requirement_reason(req: str) -> Optional[str]:
+    if req == "deep_gemm":
+        return None if _has_deep_gemm() else (
+            "DeepGEMM not importable: neither vllm.third_party.deep_gemm (vllm 0.20.0 wheel, "
+            "../shared/tools/device-wheels --baselines) nor deep_gemm")
+    if req == "flashmla":
+        return None if _has_flashmla() else (
+            "FlashMLA not importable: neither vllm.third_party.flashmla + vllm/_flashmla_C "
+            "(vllm 0.20.0 wheel) nor flash_mla")
+    if req == "flashinfer":
+        missing = [m for m in ("flashinfer", "tvm_ffi") if not _top_level(m)]
+        return None if not missing else (
+            f"{' and '.join(missing)} not importable (flashinfer-python 0.6.13 + apache-tvm-ffi)")
+    if req == "nvcc":
+        return None if _find_nvcc() else "nvcc not found (DeepGEMM compiles its kernels at run time)"
+    if req == "hopper":
+        return _gpu_reason((9,), "a Hopper GPU (sm_90)")
+    if req == "hopper_or_blackwell":
+        return _gpu_reason((9, 10), "a Hopper or Blackwell GPU (sm_90/sm_100)")
+    return f"unknown requirement {req!r} in the manifest"
+
+
+# --------------------------------------------------------------------------- entries
+@dataclass(frozen=True)
+class LoadedBaseline:
+    """The callables of a baseline, imported."""
+
+    run: Callable[..., Any]
+    prepare: Optional[Callable[..., Any]]
+    destination_passing_style: bool
+    module: Any
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    key: str  # folder name under kernelwright/baselines
+    folder: Path
+    solution: Solution
+    label: str
+    kind: str  # "complete" | "lower_bound"
+    prepare_entry: Optional[str] = None  # "kernel.py::prepare"
+    requires: Tuple[str, ...] = ()
+    optional: Tuple[str, ...] = ()
+    manifest: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def definition(self) -> str:
+        return self.solution.definition
+
+    @property
+    def destination_passing_style(self) -> bool:
+        return self.solution.spec.destination_passing_style
+
+    @property
+    def prepare_symbol(self) -> Optional[str]:
+        """The prepare function's name, which lives in the entry file (what the gate's worker
+        looks up on the imported entry module), or None."""
+        if not self.prepare_entry:
+            return None
+        file, symbol = self.prepare_entry.split("::")
+        if file != self.solution.spec.entry_file:
+            raise ValueError(f"{self.key}: prepare must live in the entry file {self.solution.spec.entry_file}")
+        return symbol
+
+    @property
+    def role(self) -> str:
+        """The gate's bench role: "baseline" (complete) or "lower_bound"."""
+        return "lower_bound" if self.kind == "lower_bound" else "baseline"
+
+    def availability(self) -> Optional[str]:
+        """None when it can run here, else ONE line saying why not (first unmet requirement)."""
+        for req in self.requires:
+            reason = _requirement_reason(req)
+            if reason:
+                return " ".join(reason.split())
+        return None
+
+    def _module_name(self, entry: str) -> str:
+        file = entry.split("::")[0]
+        return f"{__name__}.{self.key}.{file[:-3].replace('/', '.')}"
+
+    def load(self) -> LoadedBaseline:
+        """Import the entry point (and prepare) from the installed package.
+
+        Raises:
+            ImportError: the module or one of its imports is missing.
+            AttributeError: the manifest names a function the module lacks.
+        """
+        entry = self.solution.spec.entry_point
+        module = importlib.import_module(self._module_name(entry))
+        run = getattr(module, entry.split("::")[1])
+        prepare = None
+        if self.prepare_entry:
+            pmod = importlib.import_module(self._module_name(self.prepare_entry))
+            prepare = getattr(pmod, self.prepare_entry.split("::")[1])
+        return LoadedBaseline(run=run, prepare=prepare,
+                              destination_passing_style=self.destination_passing_style, module=module)
+
+
+def _load_entry(folder: Path) -> BaselineEntry:
+    meta = json.loads((folder / "manifest.json").read_text())
+    kind = meta.get("kind", "complete")
+    if kind not in KINDS:
+        raise ValueError(f"{folder}/manifest.json: kind must be one of {KINDS}, got {kind!r}")
+    prepare = meta.get("prepare")
+    if prepare is not None and prepare.count("::") != 1:
+        raise ValueError(f"{folder}/manifest.json: prepare must look like 'file.py::function'")
+    return BaselineEntry(
+        key=folder.name, folder=folder, solution=load_solution_folder(folder),
+        label=meta.get("label", meta["name"]), kind=kind, prepare_entry=prepare,
+        requires=tuple(meta.get("requires", ())), optional=tuple(meta.get("optional", ())),
+        manifest=meta)
+
+
+def _all_entries() -> List[BaselineEntry]:
+    return [_load_entry(m.parent) for m in sorted(BASELINES_ROOT.glob("*/manifest.json"))]
+
+
+def _resolve(definition_name: str) -> str:
+    """Full definition name for a full name or a short alias (``moe``/``indexer``/``attention``)."""
+    try:
+        from kernelwright.definitions import get
+
+        return get(definition_name).name
+    except Exception:
+        return definition_name
+
+
+def all_baselines(definition_name: Optional[str] = None) -> List[BaselineEntry]:
+    """Baselines for one definition (full name or short alias), or all of them.  Reduced-size
+    ``__quick`` variants have none: the libraries are called at the real sizes."""
+    entries = _all_entries()
+    if definition_name is None:
+        return entries
+    name = _resolve(definition_name)
+    return [e for e in entries if e.definition == name]
+
+
+def get_baseline(key: str) -> BaselineEntry:
+    """One baseline by folder name.  Raises KeyError with the known names."""
+    for e in _all_entries():
+        if e.key == key:
+            return e
+    raise KeyError(f"unknown baseline {key!r} (known: {', '.join(e.key for e in _all_entries())})")
+
+
+__all__ = ["BaselineEntry", "LoadedBaseline", "KINDS", "all_baselines", "get_baseline"]

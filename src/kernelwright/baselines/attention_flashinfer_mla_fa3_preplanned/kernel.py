@@ -1,0 +1,54 @@
+"""DSA sparse attention on Hopper with FlashInfer's dense MLA wrapper (backend "fa3"), page_size 1,
+each token's valid selected ids as its page list -- with the plan done in ``prepare`` (untimed):
+the call is only ``wrapper.run``.  Same APIs and layouts as ``attention_flashinfer_mla_fa3``
+(see there), which plans in the call.
+"""
+
+import functools
+
+import torch
+
+WORKSPACE_BYTES = 128 * 1024 * 1024
+
+
+@functools.lru_cache(maxsize=None)
+def _wrapper_cls():
+    from flashinfer.mla import BatchMLAPagedAttentionWrapper
+    return BatchMLAPagedAttentionWrapper
+
+
+def make_wrapper(device):
+    workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
+    return _wrapper_cls()(workspace, backend="fa3")
+
+
+def plan(wrapper, sparse_indices, num_heads, head_dim_ckv, head_dim_kpe, sm_scale, dtype):
+    tokens = sparse_indices.shape[0]
+    dev = sparse_indices.device
+    valid = sparse_indices >= 0
+    kv_len = valid.sum(dim=1, dtype=torch.int32)
+    kv_indptr = torch.zeros(tokens + 1, dtype=torch.int32, device=dev)
+    torch.cumsum(kv_len, dim=0, out=kv_indptr[1:])
+    kv_indices = sparse_indices[valid]
+    qo_indptr = torch.arange(tokens + 1, dtype=torch.int32, device=dev)
+    wrapper.plan(qo_indptr, kv_indptr, kv_indices, kv_len, num_heads, head_dim_ckv, head_dim_kpe,
+                 1, False, float(sm_scale), dtype, dtype)
+
+
+def paged_views(ckv_cache, kpe_cache):
+    return (ckv_cache.view(-1, 1, ckv_cache.shape[-1]), kpe_cache.view(-1, 1, kpe_cache.shape[-1]))
+
+
+@torch.no_grad()
+def prepare(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale):
+    wrapper = make_wrapper(q_nope.device)
+    plan(wrapper, sparse_indices, q_nope.shape[1], ckv_cache.shape[-1], kpe_cache.shape[-1],
+         sm_scale, q_nope.dtype)
+    return {"wrapper": wrapper}
+
+
+@torch.no_grad()
+def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse, *, state):
+    ckv, kpe = paged_views(ckv_cache, kpe_cache)
+    state["wrapper"].run(q_nope, q_pe, ckv, kpe, out=output, lse=lse, return_lse=True)
+    return output, lse
