@@ -9,7 +9,7 @@ if [ -d "$WHL" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$WHL"/*.whl >/dev/null 2>&1 \
     || echo "wheel install failed"
 fi
-export PYTHONPATH=/tmp/site:$WHL/vllm-extract:$PWD/src:$PWD
+export PYTHONPATH=/tmp/site:$WHL/vllm-extract:${FICACHE:+$FICACHE:}$PWD/src:$PWD
 export KERNELWRIGHT_CACHE=/tmp/kwcache
 kw() { python3 -m kernelwright "$@"; }
 
@@ -24,6 +24,7 @@ for stage in "$@"; do
       python3 -c "import pydantic; print('pydantic', pydantic.VERSION)";;
     device-info) kw device-info --measure 2>&1 | tee "$OUT/device-info.txt";;
     gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -60;;
+    selfcheck) timeout ${SELFCHECK_TIMEOUT:-240} python3 -m kernelwright.baselines.selfcheck --out "$OUT/selfcheck" 2>&1 | tee "$OUT/selfcheck.log" | tail -${SELFCHECK_TAIL:-60};;
     smoke) kw bench -d indexer -d attention --limit 4 --out "$OUT/smoke" 2>&1 | tail -40;;
     bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records: summary + traces (logs stay on the machine)
       name=${BENCH_NAME:-bench}
