@@ -29,7 +29,8 @@ for stage in "$@"; do
     bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records: summary + traces (logs stay on the machine)
       name=${BENCH_NAME:-bench}
       timeout ${BENCH_TIMEOUT:-520} python3 -m kernelwright bench ${BENCH_ARGS:-} --out /tmp/kw-$name 2>&1 | tee "$OUT/$name.log" | tail -${BENCH_TAIL:-45}
-      mkdir -p "$OUT/$name" && cp /tmp/kw-$name/summary.json /tmp/kw-$name/traces/*.jsonl "$OUT/$name/" 2>/dev/null
+      [ -f /tmp/kw-$name/summary.json ] || python3 -m kernelwright report /tmp/kw-$name >/dev/null 2>&1  # interrupted: rebuild
+      mkdir -p "$OUT/$name" && cp /tmp/kw-$name/summary.json /tmp/kw-$name/*.json /tmp/kw-$name/traces/*.jsonl "$OUT/$name/" 2>/dev/null
       tar czf "$OUT/$name-logs.tgz" -C /tmp/kw-$name logs 2>/dev/null;;
     *) echo "unknown stage $stage";;
   esac

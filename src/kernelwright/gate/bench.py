@@ -62,6 +62,10 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
     started = time.perf_counter()
     total = sum(len(p.workloads) * sum(1 for c in p.candidates if not c.skip_reason) for p in plans)
     done = 0
+    # who is who, written first so that traces of an interrupted run can still be summarised
+    roster = {c.solution.name: {"label": c.label, "role": c.role, "definition": p.builtin.name,
+                                "skip_reason": c.skip_reason} for p in plans for c in p.candidates}
+    (out_dir / "candidates.json").write_text(json.dumps(roster, indent=1))
     for plan in plans:
         name = plan.builtin.name
         trace_path = out_dir / "traces" / f"{name}{trace_file_suffix}.jsonl"
@@ -84,6 +88,7 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
 
                         ms = time_only(srun, ctx)
                         result.lower_bounds.setdefault(name, {}).setdefault(cand.solution.name, {})[workload.uuid] = ms
+                        (out_dir / "lower_bounds.json").write_text(json.dumps(result.lower_bounds, indent=1))
                     else:
                         trace = evaluate(srun, ctx)
                         append_jsonl([trace], trace_path)

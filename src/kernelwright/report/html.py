@@ -90,9 +90,15 @@ def _table(d: Dict[str, Any]) -> str:
 def write_report(results: Path, out: Optional[Path] = None) -> Path:
     """Render ``results/summary.json`` to HTML.  Raises FileNotFoundError without a summary."""
     summary_path = Path(results) / "summary.json"
-    if not summary_path.is_file():
-        raise FileNotFoundError(f"{results}: no summary.json (run kernelwright bench or eval first)")
-    summary = json.loads(summary_path.read_text())
+    if summary_path.is_file():
+        summary = json.loads(summary_path.read_text())
+    elif (Path(results) / "traces").is_dir():
+        from kernelwright.report.summary import summarize_folder
+
+        summary = summarize_folder(results)  # an interrupted run: rebuild from its traces
+        summary_path.write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    else:
+        raise FileNotFoundError(f"{results}: no summary.json or traces (run kernelwright bench or eval first)")
     meta = summary.get("meta", {})
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>kernelwright report</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"

@@ -102,3 +102,34 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                                         "lower_bounds": {k: roles.get(k, {}).get("label", k)
                                                          for k in (lower_bounds or {}).get(def_name, {})}}
     return out
+
+
+def summarize_folder(results) -> Dict[str, Any]:
+    """Rebuild ``summary.json`` of a results folder from its traces, ``candidates.json`` and
+    ``lower_bounds.json`` (e.g. after an interrupted run).  Raises FileNotFoundError without traces."""
+    import json
+    from pathlib import Path
+
+    from kernelwright import definitions
+    from kernelwright.trace.jsonio import iter_jsonl
+
+    results = Path(results)
+    files = sorted((results / "traces").glob("*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"{results}: no traces/*.jsonl")
+    traces: Dict[str, List[Trace]] = {}
+    for f in files:
+        for t in iter_jsonl(Trace, f):
+            traces.setdefault(t.definition, []).append(t)
+    roles_path, lb_path = results / "candidates.json", results / "lower_bounds.json"
+    roles = json.loads(roles_path.read_text()) if roles_path.exists() else {}
+    lower = json.loads(lb_path.read_text()) if lb_path.exists() else {}
+    builtins = {}
+    for name in traces:
+        try:
+            builtins[name] = definitions.get(name)
+        except definitions.UnknownDefinition:
+            pass
+    meta = {"rebuilt_from_traces": True,
+            "skipped": {v["label"]: v["skip_reason"] for v in roles.values() if v.get("skip_reason")}}
+    return summarize(traces, builtins, roles, lower, meta)
