@@ -43,7 +43,7 @@ DEFAULT_DEFINITIONS = ["indexer", "attention", "moe"]
 # contest-like workloads picked from the public sets by their axes (first match wins)
 PICKS = {
     "moe": [{"seq_len": 7}, {"seq_len": 901}],
-    "indexer": [{"batch_size": 1, "max_num_pages": 20}, {"batch_size": 8, "max_num_pages": 45}],
+    "indexer": [{"batch_size": 4, "max_num_pages": 19}, {"batch_size": 8, "max_num_pages": 45}],
     "attention": [{"num_tokens": 1}, {"num_tokens": 8}],
 }
 
@@ -260,12 +260,14 @@ def run_entry(entry: BaselineEntry, builtin: BuiltinDefinition, workload: Worklo
         stage = "time"
         rec["timing"] = time_call(lambda: call(loaded, arg_values, outputs, state), args.iters, args.warmup)
         if edge is not None and entry.kind == "complete":
-            stage = "edge case"
-            e_args = [edge["inputs"][n] for n in names]
-            e_state = loaded.prepare(*e_args) if loaded.prepare is not None else None
-            e_outs = call(loaded, e_args, make_outputs(builtin, workload, device), e_state)
-            torch.cuda.synchronize()
-            rec["edge"] = edge_report(e_outs, edge)
+            try:
+                e_args = [edge["inputs"][n] for n in names]
+                e_state = loaded.prepare(*e_args) if loaded.prepare is not None else None
+                e_outs = call(loaded, e_args, make_outputs(builtin, workload, device), e_state)
+                torch.cuda.synchronize()
+                rec["edge"] = edge_report(e_outs, edge)
+            except Exception as exc:
+                rec["edge"] = f"ERROR {one_line(exc)}"
         ok = rec.get("check", {}).get("passed", True)
         rec["status"] = "ok" if ok else "WRONG"
     except Exception as exc:  # one line, go on
@@ -273,7 +275,10 @@ def run_entry(entry: BaselineEntry, builtin: BuiltinDefinition, workload: Worklo
         if args.verbose:
             traceback.print_exc()
     finally:
-        torch.cuda.synchronize()
+        try:
+            torch.cuda.synchronize()
+        except Exception as exc:  # a sticky CUDA error: later calls in this process fail too
+            rec.setdefault("cuda_context", one_line(exc))
     return rec
 
 
@@ -335,7 +340,70 @@ def fmt_row(rec: Dict[str, Any]) -> str:
         line += f"  [routing: {rec['routing']}]"
     if rec.get("edge"):
         line += f"\n      edge (all -1 row): {rec['edge']}"
+    if rec.get("cuda_context"):
+        line += f"\n      CUDA context broken afterwards: {rec['cuda_context']}"
     return line
+
+
+def run_isolated(args: argparse.Namespace, env: Dict[str, Any]) -> int:
+    """One child process per (definition, baseline); merges their JSON records."""
+    import subprocess
+    import tempfile
+
+    records: List[Dict[str, Any]] = []
+    for dname in args.definition or DEFAULT_DEFINITIONS:
+        try:
+            builtin = get(dname)
+        except Exception as exc:
+            print(f"[{dname}] {one_line(exc)}")
+            continue
+        entries = [e for e in all_baselines(builtin.name) if not args.baseline or e.key in args.baseline]
+        print(f"\n[{builtin.name}]  {len(entries)} baselines (one process each)", flush=True)
+        for entry in entries:
+            reason = entry.availability()
+            if reason:
+                rec = {"definition": builtin.name, "baseline": entry.key, "label": entry.label,
+                       "kind": entry.kind, "status": "unavailable", "reason": reason, "axes": {}}
+                records.append(rec)
+                print(fmt_row(rec), flush=True)
+                continue
+            with tempfile.TemporaryDirectory(prefix="kw-selfcheck-") as tmp:
+                cmd = [sys.executable, "-m", "kernelwright.baselines.selfcheck", "--child", "--no-isolate",
+                       "--definition", builtin.name, "--baseline", entry.key, "--out", tmp,
+                       "--iters", str(args.iters), "--warmup", str(args.warmup), "--seed", str(args.seed)]
+                cmd += ["--all-public"] if args.all_public else []
+                cmd += ["--verbose"] if args.verbose else []
+                proc = subprocess.run(cmd, check=False)
+                path = Path(tmp) / "baselines_selfcheck.json"
+                got = json.loads(path.read_text())["records"] if path.is_file() else []
+            records.extend(got)
+            if proc.returncode != 0:
+                rec = {"definition": builtin.name, "baseline": entry.key, "label": entry.label,
+                       "kind": entry.kind, "status": "error", "stage": "process",
+                       "error": f"child exited with code {proc.returncode} after {len(got)} records",
+                       "axes": {}}
+                records.append(rec)
+                print(fmt_row(rec), flush=True)
+            write_json(args.out, env, records)
+    write_json(args.out, env, records)
+    summarize(records, args.out)
+    return 0
+
+
+def write_json(out: Optional[Path], env: Dict[str, Any], records: List[Dict[str, Any]]) -> None:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "baselines_selfcheck.json").write_text(
+            json.dumps({"environment": env, "records": records}, indent=1, default=str))
+
+
+def summarize(records: List[Dict[str, Any]], out: Optional[Path]) -> None:
+    ok = sum(r.get("status") == "ok" for r in records)
+    bad = sum(r.get("status") in ("error", "WRONG") for r in records)
+    gone = sum(r.get("status") == "unavailable" for r in records)
+    print(f"\nselfcheck: {ok} ok, {bad} error/wrong, {gone} unavailable")
+    if out is not None:
+        print(f"selfcheck: wrote {out / 'baselines_selfcheck.json'}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -349,10 +417,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--all-public", action="store_true", help="every public workload, not two")
     ap.add_argument("--verbose", action="store_true", help="print full tracebacks")
+    ap.add_argument("--no-isolate", dest="isolate", action="store_false",
+                    help="run every baseline in this process (default: one subprocess per "
+                         "definition and baseline, so a sticky CUDA error or a crash in one "
+                         "cannot take the others down)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     env = environment()
-    print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()), flush=True)
+    if not args.child:
+        print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()), flush=True)
+    if args.isolate and torch.cuda.is_available():
+        return run_isolated(args, env)
     if not torch.cuda.is_available():
         print("selfcheck: no CUDA device; nothing to run (availability per baseline below)")
         for entry in all_baselines():
@@ -376,7 +452,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"[{dname}] {one_line(exc)}")
             continue
         entries = [e for e in all_baselines(builtin.name) if not args.baseline or e.key in args.baseline]
-        print(f"\n[{builtin.name}]  {len(entries)} baselines", flush=True)
+        if not entries:
+            continue
+        if not args.child:
+            print(f"\n[{builtin.name}]  {len(entries)} baselines", flush=True)
         for wl in pick_workloads(builtin, args.all_public):
             gen = torch.Generator(device=device).manual_seed(args.seed)
             try:
@@ -411,13 +490,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             del inputs, refs, arg_values
             torch.cuda.empty_cache()
 
-    ok = sum(r.get("status") == "ok" for r in records)
-    bad = [r for r in records if r.get("status") in ("error", "WRONG")]
-    print(f"\nselfcheck: {ok} ok, {len(bad)} error/wrong, "
-          f"{sum(r.get('status') == 'unavailable' for r in records)} unavailable")
-    if json_path is not None:
-        dump()
-        print(f"selfcheck: wrote {json_path}")
+    dump()
+    if not args.child:
+        summarize(records, args.out)
     return 0
 
 
