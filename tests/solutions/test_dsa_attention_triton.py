@@ -169,6 +169,8 @@ def test_default_split_config_table():
     assert K._split_config(2, 2048) == (32, 32, 4, 2)
     assert K._split_config(6, 2048)[0] == 64
     assert K._split_config(8, 2048)[0] == 128
+    assert K._combine_config(64, 512, False) == (64, 64, 32)   # T=1: one-shot loads, 32-wide slices
+    assert K._combine_config(16, 512, False) == (16, 16, 128)
     for tokens in range(1, 65):
         split, block_n, _, _ = K._split_config(tokens, 2048)
         assert split % block_n == 0 and split & (split - 1) == 0 and block_n >= 16
@@ -245,8 +247,8 @@ for tokens in (1, 2, 6, 8, 40):
                   INTERPRET=False)
     results[f"split T={tokens} {(split, block_n, warps, stages)}"] = build(K._dsa_split_kernel, consts, warps, stages)
     splits = triton.cdiv(2048, split)
-    sb = max(2, triton.next_power_of_2(splits))
-    consts = dict(D_CKV=512, BLOCK_D=K._BLOCK_D, SPLIT_BLOCK=sb, SPLIT_CHUNK=min(sb, 16), INTERPRET=False)
+    sb, chunk, block_d = K._combine_config(splits, 512, False)
+    consts = dict(D_CKV=512, BLOCK_D=block_d, SPLIT_BLOCK=sb, SPLIT_CHUNK=chunk, INTERPRET=False)
     results[f"combine T={tokens} splits={splits}"] = build(K._dsa_combine_kernel, consts, 4, 1)
 print(json.dumps(results))
 """
@@ -316,3 +318,42 @@ def test_gpu_latency_report(capsys):
                 K._split_config = default
     with capsys.disabled():
         print("\n" + "\n".join(lines))
+
+
+@pytest.mark.gpu
+def test_gpu_graph_cache():
+    """The in-solution CUDA-graph cache: two buffer sets used alternately with new contents
+    every call (each output checked), then the call captured inside a caller's graph and that
+    graph replayed on new contents."""
+    assert K.USE_GRAPHS
+    K._graphs.clear()
+    full = get("attention")
+    w = _workload(full, 2, 8462)
+    sets = [_inputs(full, w, seed=40 + i, device="cuda") for i in range(2)]
+    outs = [(torch.empty((2, 16, 512), dtype=torch.bfloat16, device="cuda"),
+             torch.empty((2, 16), dtype=torch.float32, device="cuda")) for _ in range(2)]
+    small = ("q_nope", "q_pe", "sparse_indices")
+    for it in range(6):
+        s = it % 2
+        fresh = _inputs(full, w, seed=50 + it, device="cuda")
+        for name in small:
+            sets[s][name].copy_(fresh[name])
+        outs[s][0].fill_(float("nan"))
+        outs[s][1].fill_(float("nan"))
+        K.run(**sets[s], output=outs[s][0], lse=outs[s][1])
+        ref_out, ref_lse = full.reference(**sets[s])
+        _gate_check("output", outs[s][0], ref_out)
+        _gate_check("lse", outs[s][1], ref_lse)
+    assert len(K._graphs) == 2
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        K.run(**sets[0], output=outs[0][0], lse=outs[0][1])
+    fresh = _inputs(full, w, seed=60, device="cuda")
+    for name in small:
+        sets[0][name].copy_(fresh[name])
+    outs[0][0].fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    ref_out, ref_lse = full.reference(**sets[0])
+    _gate_check("output", outs[0][0], ref_out)
+    _gate_check("lse", outs[0][1], ref_lse)

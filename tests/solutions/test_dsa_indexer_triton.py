@@ -123,11 +123,51 @@ def test_streamed_topk_path(monkeypatch):
 
 
 @pytest.mark.parametrize("target", [40, 4])
-def test_pages_per_program(monkeypatch, target):
-    # Several pages per scoring program (2 and 8), with a partial last chunk (37 pages).
+def test_streamed_pages_per_program(monkeypatch, target):
+    # Streamed path with several pages per scoring program (2 and 8), with a partial last
+    # chunk (37 pages).
+    monkeypatch.setattr(kernel, "_RESIDENT_MAX_TOKENS", 1024)
     monkeypatch.setattr(kernel, "_SCORE_TARGET_PROGRAMS", target)
     assert kernel._pages_per_prog(2, 37) == (2 if target == 40 else 8)
     _roundtrip(_inputs(2, 37, 80, seed=10, device="cpu", seq_lens=[2368, 2111]))
+
+
+def test_fused_config_table():
+    assert kernel._fused_config(1, 45, 4096) == (2, 1, 8, 3)
+    assert kernel._fused_config(1, 91, 8192) == (4, 1, 16, 3)
+    assert kernel._fused_config(31, 91, 8192)[:3] == (4, 4, 16)   # 31 rows x 6 programs
+    assert kernel._fused_config(2, 256, 16384) == (8, 1, 32, 3)
+    for batch in (1, 7, 31, 64):
+        for pages in (33, 64, 65, 91, 128, 129, 256):
+            tile = 1 << (pages * 64 - 1).bit_length()
+            ppd, gpp, warps, pivots = kernel._fused_config(batch, pages, tile)
+            assert warps == 4 * ppd and ppd * 2048 >= min(tile, 16384) and gpp <= 8
+
+
+@pytest.mark.parametrize("config", [(2, 1, 8, 1), (1, 4, 4, 3), (4, 2, 16, 3)])
+def test_fused_configs(monkeypatch, config):
+    # 2-way search; one page per dot with 4 page groups per program (37 pages: a partial last
+    # program); 4-page groups at 16 warps.
+    monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: config)
+    inputs = _inputs(2, 37, 130, seed=20 + config[0], device="cpu", seq_lens=[2368, 2111])
+    inputs["weights"][1] = 0.0
+    _roundtrip(inputs)
+
+
+def test_fused_tile_8192():
+    # 70 pages: an 8192-key tile, 4 pages per dot, 16 warps; a row just above topk beside it.
+    _roundtrip(_inputs(2, 70, 150, seed=21, device="cpu", seq_lens=[4470, 2050]))
+
+
+def test_arrival_counters_reset(monkeypatch):
+    # The last program of each row resets its counter: a persistent buffer (as on the GPU)
+    # reads all-zero after every call, and a second call on it is still right.
+    counters = torch.zeros(64, dtype=torch.int32)
+    monkeypatch.setattr(kernel, "_arrival_counters", lambda device, batch: counters)
+    monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: (1, 2, 4, 3))
+    for seed in (30, 31):
+        _roundtrip(_inputs(2, 34, 120, seed=seed, device="cpu", seq_lens=[2176, 2100]))
+        assert bool((counters == 0).all())
 
 
 def test_output_not_cached():
@@ -197,3 +237,33 @@ def test_gpu_timing_report():
         _check(inputs, out, BUILTIN.reference(**inputs))
         print(f"\nindexer triton B={batch} max_pages={max_pages}: eager {eager:.1f} us/call, "
               f"graph replay {replay:.1f} us/call")
+
+
+@pytest.mark.gpu
+def test_gpu_graph_cache():
+    """The in-solution CUDA-graph cache: two buffer sets used alternately with new contents
+    every call (each output checked), then the call captured inside a caller's graph and that
+    graph replayed on new contents."""
+    assert kernel.USE_GRAPHS
+    kernel._graphs.clear()
+    sets = [_inputs(8, 45, 11923, seed=40 + i, device="cuda") for i in range(2)]
+    outs = [torch.empty((8, TOPK), dtype=torch.int32, device="cuda") for _ in range(2)]
+    for it in range(6):
+        s = it % 2
+        fresh = _inputs(8, 45, 11923, seed=50 + it, device="cuda")
+        for name in ("q_index_fp8", "weights", "seq_lens", "block_table"):
+            sets[s][name].copy_(fresh[name])
+        outs[s].fill_(12345)
+        kernel.run(**sets[s], topk_indices=outs[s])
+        _check(sets[s], outs[s], BUILTIN.reference(**sets[s]))
+    assert len(kernel._graphs) == 2
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernel.run(**sets[0], topk_indices=outs[0])
+    fresh = _inputs(8, 45, 11923, seed=60, device="cuda")
+    for name in ("q_index_fp8", "weights", "seq_lens", "block_table"):
+        sets[0][name].copy_(fresh[name])
+    outs[0].fill_(12345)
+    graph.replay()
+    torch.cuda.synchronize()
+    _check(sets[0], outs[0], BUILTIN.reference(**sets[0]))

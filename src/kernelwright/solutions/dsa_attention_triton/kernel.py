@@ -20,9 +20,13 @@ Two launches, no host synchronisation (grids come from shapes only):
      partial (m, l, acc) in fp32 to scratch.  A split with no valid id writes m = -inf, l = 0,
      acc = 0 (no NaN: the running max is replaced by 0 while it is still -inf).
   2. ``_dsa_combine_kernel``, grid (T, H, 512 / BLOCK_D).  Merges the splits of one
-     (token, head, 128-wide slice of the value dim): M = max m_i, w_i = exp2(m_i - M),
-     L = sum w_i l_i, output = sum w_i acc_i / L (bf16), lse = M + log2(L).  L == 0 (no valid
-     index in the row) gives output 0 and lse -inf.
+     (token, head, BLOCK_D-wide slice of the value dim, all splits loaded in one shot):
+     M = max m_i, w_i = exp2(m_i - M), L = sum w_i l_i, output = sum w_i acc_i / L (bf16),
+     lse = M + log2(L).  L == 0 (no valid index in the row) gives output 0 and lse -inf.
+
+On CUDA the two launches are captured once per call signature (data pointers, shapes, strides,
+dtypes of every tensor argument, sm_scale) into a CUDA graph that later calls replay: one graph
+launch instead of the JIT dispatcher's host path twice (see ``run``).
 
 The split size (slots per program) is chosen from T on the host so that T * num_splits is
 about one wave of the H200's 132 SMs while keeping the fp32 partials (32 KB per split) small
@@ -32,6 +36,7 @@ next to the gathered rows (1152 B per slot).
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 
 import torch
 import triton
@@ -43,8 +48,7 @@ LOG2E = 1.4426950408889634
 _TARGET_PROGRAMS = 128
 _MIN_SPLIT = 32
 _MAX_SPLIT = 256
-_BLOCK_D = 128  # value-dim slice per combine program
-_COMBINE_BLOCK_D = None  # tests pin the GPU tiling here under the interpreter
+_COMBINE_BLOCK_D = None  # tests pin a value-dim slice here under the interpreter
 _MAX_SPLITS = 128  # bound on splits: the combine kernel holds m/l of all splits in one vector
 
 
@@ -209,7 +213,8 @@ def _split_config(num_tokens: int, topk: int):
     (~128 programs).  Contest topk 2048: T=1 -> 32 (64 programs), T=2 -> 32 (128),
     T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=40 -> 256 (320).
     BLOCK_N 32 / 4 warps is the tile SGLang's grouped MLA decode kernel runs on Hopper with the
-    same [16, 512] query block; a 64-row tile needs 8 warps and twice the shared memory.
+    same [16, 512] query block; splits of 128+ slots take 64-slot tiles on 8 warps (twice the
+    rows in flight per program).
     """
     split = _MIN_SPLIT
     while split < _MAX_SPLIT and num_tokens * triton.cdiv(topk, 2 * split) >= _TARGET_PROGRAMS:
@@ -218,21 +223,33 @@ def _split_config(num_tokens: int, topk: int):
     # The combine kernel reads m/l of all splits as one vector: keep num_splits <= _MAX_SPLITS.
     while triton.cdiv(topk, split) > _MAX_SPLITS:
         split *= 2
-    block_n = min(split, 32)
-    return split, block_n, 4, 2
+    if split >= 128:
+        return split, 64, 8, 2
+    return split, min(split, 32), 4, 2
 
 
-def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse):
-    """Destination-passing entry point: writes every element of ``output`` and ``lse``."""
+def _combine_config(num_splits: int, d_ckv: int, interpret: bool):
+    """(SPLIT_BLOCK, SPLIT_CHUNK, BLOCK_D) of the combine kernel.  On the GPU every split's
+    partial slice is loaded in one shot (SPLIT_CHUNK = SPLIT_BLOCK: one L2 round trip instead
+    of one per 16 splits) and the value dim is sliced so that a program holds 2048 fp32
+    values (16 per thread): T=1 (64 splits) -> 32-wide slices, 256 programs."""
+    split_block = max(2, triton.next_power_of_2(num_splits))
+    if _COMBINE_BLOCK_D is not None:
+        block_d = _COMBINE_BLOCK_D
+    elif interpret:
+        block_d = d_ckv  # the interpreter pays per program: whole rows
+    else:
+        block_d = max(16, min(d_ckv, 2048 // split_block))
+    return split_block, split_block, block_d
+
+
+def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse,
+            warmup=False):
+    """Allocate the fp32 partials and launch both kernels (``warmup``: compile only)."""
     num_tokens, num_heads, d_ckv = q_nope.shape
     d_kpe = q_pe.shape[-1]
     page_size = ckv_cache.shape[1]
     topk = sparse_indices.shape[1]
-    if num_tokens == 0:
-        return None
-    assert d_ckv >= 16 and d_ckv & (d_ckv - 1) == 0, "head_dim_ckv: power of two >= 16"
-    assert d_kpe >= 16 and d_kpe & (d_kpe - 1) == 0, "head_dim_kpe: power of two >= 16"
-
     split, block_n, num_warps, num_stages = _split_config(num_tokens, topk)
     num_splits = triton.cdiv(topk, split)
     block_h = max(16, triton.next_power_of_2(num_heads))
@@ -244,30 +261,83 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
     acc_ws = torch.empty((num_tokens, num_splits, num_heads, d_ckv), dtype=torch.float32,
                          device=dev)
 
-    _dsa_split_kernel[(num_tokens, num_splits)](
-        q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
-        m_ws, l_ws, acc_ws,
-        float(sm_scale) * LOG2E,
-        num_heads, topk, num_splits,
-        *q_nope.stride(), *q_pe.stride(),
-        *ckv_cache.stride(), *kpe_cache.stride(),
-        *sparse_indices.stride(),
-        PAGE_SIZE=page_size,
-        BLOCK_H=block_h, D_CKV=d_ckv, D_KPE=d_kpe,
-        SPLIT=split, BLOCK_N=block_n, INTERPRET=interpret,
-        num_warps=num_warps, num_stages=num_stages,
-    )
-    split_block = max(2, triton.next_power_of_2(num_splits))
-    # One program per 128-wide value slice on the GPU (4x the parallelism of whole rows at
-    # T=1); the interpreter pays per program, so it takes whole 512-wide rows unless a test
-    # pins the GPU tiling through _COMBINE_BLOCK_D.
-    block_d = _COMBINE_BLOCK_D or (d_ckv if interpret else min(_BLOCK_D, d_ckv))
-    _dsa_combine_kernel[(num_tokens, num_heads, d_ckv // block_d)](
-        m_ws, l_ws, acc_ws, output, lse,
-        num_heads, num_splits,
-        *output.stride(), *lse.stride(),
-        D_CKV=d_ckv, BLOCK_D=block_d, SPLIT_BLOCK=split_block,
-        SPLIT_CHUNK=min(split_block, 16), INTERPRET=interpret,
-        num_warps=4,
-    )
+    grid1 = (num_tokens, num_splits)
+    args1 = (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
+             m_ws, l_ws, acc_ws,
+             float(sm_scale) * LOG2E,
+             num_heads, topk, num_splits,
+             *q_nope.stride(), *q_pe.stride(),
+             *ckv_cache.stride(), *kpe_cache.stride(),
+             *sparse_indices.stride())
+    meta1 = dict(PAGE_SIZE=page_size, BLOCK_H=block_h, D_CKV=d_ckv, D_KPE=d_kpe,
+                 SPLIT=split, BLOCK_N=block_n, INTERPRET=interpret,
+                 num_warps=num_warps, num_stages=num_stages)
+    split_block, split_chunk, block_d = _combine_config(num_splits, d_ckv, interpret)
+    grid2 = (num_tokens, num_heads, d_ckv // block_d)
+    args2 = (m_ws, l_ws, acc_ws, output, lse, num_heads, num_splits,
+             *output.stride(), *lse.stride())
+    meta2 = dict(D_CKV=d_ckv, BLOCK_D=block_d, SPLIT_BLOCK=split_block,
+                 SPLIT_CHUNK=split_chunk, INTERPRET=interpret, num_warps=4)
+    if warmup:
+        _dsa_split_kernel.warmup(*args1, grid=grid1, **meta1)
+        _dsa_combine_kernel.warmup(*args2, grid=grid2, **meta2)
+        return
+    _dsa_split_kernel[grid1](*args1, **meta1)
+    _dsa_combine_kernel[grid2](*args2, **meta2)
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA-graph replay of the two launches.  The host path of one eager call (two Triton launches
+# through the JIT dispatcher, three allocations) costs far more than the kernels on a slow host;
+# replaying a captured graph costs one graph launch.  A graph bakes in everything the launches
+# see: the data pointers, shapes, strides and dtypes of every input and output and the Python
+# scalar sm_scale, so that is the key.  The kernels inside recompute from the current input
+# contents on every replay; nothing of a previous call's result is reused.  The first call for
+# a key runs eagerly (compiling if needed) and then captures; calls made while the caller is
+# itself capturing a graph launch directly (they become part of the caller's graph).
+
+USE_GRAPHS = True
+_GRAPH_SLOTS = 8          # small LRU: the gate rotates 2 buffer sets per workload
+_NO_GRAPH = object()      # capture failed for this key: stay eager
+_graphs: "OrderedDict[tuple, object]" = OrderedDict()
+
+
+def _sig(t):
+    return t.data_ptr(), t.shape, t.stride(), t.dtype
+
+
+def _capture(launch):
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            launch()
+    except Exception:  # not capturable here: keep the (already written) eager result
+        return _NO_GRAPH
+    return graph
+
+
+def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse):
+    """Destination-passing entry point: writes every element of ``output`` and ``lse``."""
+    num_tokens, num_heads, d_ckv = q_nope.shape
+    d_kpe = q_pe.shape[-1]
+    if num_tokens == 0:
+        return None
+    assert d_ckv >= 16 and d_ckv & (d_ckv - 1) == 0, "head_dim_ckv: power of two >= 16"
+    assert d_kpe >= 16 and d_kpe & (d_kpe - 1) == 0, "head_dim_kpe: power of two >= 16"
+    args = (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse)
+    if USE_GRAPHS and q_nope.is_cuda and not torch.cuda.is_current_stream_capturing():
+        key = (_sig(q_nope), _sig(q_pe), _sig(ckv_cache), _sig(kpe_cache),
+               _sig(sparse_indices), _sig(output), _sig(lse), float(sm_scale))
+        graph = _graphs.get(key)
+        if graph is None:
+            _launch(*args)
+            _graphs[key] = _capture(lambda: _launch(*args))
+            if len(_graphs) > _GRAPH_SLOTS:
+                _graphs.popitem(last=False)
+            return None
+        _graphs.move_to_end(key)
+        if graph is not _NO_GRAPH:
+            graph.replay()
+            return None
+    _launch(*args)
     return None

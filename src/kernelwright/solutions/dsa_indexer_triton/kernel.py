@@ -15,32 +15,41 @@ the global ids (page * PS + offset) of the top min(topk, seq_len) tokens, then -
 Dispatch (on shapes only, no host synchronisation):
   * max_pages * PS <= topk: every valid token is selected; one launch, grid (B,), writes the
     block-table-mapped ids for t < seq_len and -1 after.
-  * otherwise two launches:
-      1. _score_kernel, grid (B, cdiv(max_pages, PAGES_PER_PROG)): per page one FP8 tl.dot
-         K [PS x D] . q^T [D x H] -> fp32 [PS, H], x per-token scale, relu, x weights, sum over
-         heads -> scores (scratch [B, max_pages*PS] fp32, -inf past seq_len).  Rows with
-         seq_len <= topk are skipped (they take every token and need no scores).
-      2. _topk_kernel, grid (B,): order-preserving int32 keys; bisection on [min, max] for the
-         k-th largest key T (k = min(topk, seq_len)), stopping early at a midpoint with exactly
-         k keys above it (~22 steps instead of 32 on random rows); ids with key > T and the
-         first (k - #greater) ties are written at positions given by one packed cumsum; -1
-         fills the slots from k on.  The row stays in registers when max_pages*PS <= 8192
-         (every contest workload), else it is streamed in chunks of 4096 on every step.
+  * next_pow2(max_pages * PS) <= 16384 (every contest workload): one launch, _fused_kernel,
+    grid (B, chunks): each program scores groups of PPD pages (one FP8 tl.dot per group,
+    K [PPD*PS x D] . q^T [D x H] -> fp32 [PPD*PS, H], x per-token scale, relu, x weights, sum
+    over heads) into a scratch row [B, max_pages*PS] fp32 (-inf past seq_len), then arrives on
+    the row's counter; the last program of the row to arrive resets the counter and selects the
+    top-k with the row in registers: order-preserving int32 keys, a 4-way search for the k-th
+    largest key T (three counts per step packed into one int64 block sum, early stop on an
+    exact count), then ids with key > T and the first (k - #greater) ties written at positions
+    from one packed cumsum; -1 fills the slots from k on.
+  * longer rows: two launches, _score_kernel then _topk_kernel (bisection, the row streamed in
+    chunks of 4096 on every step).
+On CUDA the launches of a call are captured once per call signature (data pointers, shapes,
+strides and dtypes of every tensor argument) into a CUDA graph that later calls replay.
 
 Loops whose trip count depends on device data are `while` loops (the Triton interpreter cannot
 take a tensor as a `range` bound); everything else has static trip counts.
 """
+
+from collections import OrderedDict
 
 import torch
 import triton
 import triton.language as tl
 
 # Rows up to this many tokens (block-table width * page size, rounded up to a power of two)
-# keep their keys in registers during the top-k search; wider rows are streamed in chunks.
-_RESIDENT_MAX_TOKENS = 8192
+# take the fused one-launch path and keep their keys in registers during the top-k search;
+# wider rows are scored by _score_kernel and streamed through _topk_kernel in chunks.
+_RESIDENT_MAX_TOKENS = 16384
 _CHUNK_TOKENS = 4096
-# Scoring grid: aim for about this many programs (a few waves on 132 SMs) before packing
-# several pages into one program.
+# Fused grid: at most about this many warps in flight (132 SMs x 32) before several page groups
+# are packed into one program.
+_FUSED_TARGET_WARPS = 4224
+_MAX_GROUPS_PER_PROG = 8
+# Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
+# before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
 _MAX_PAGES_PER_PROG = 8
 
@@ -123,23 +132,147 @@ def _bisect_step(lo, hi, c_hi, cnt, mid, k):
 
 
 @triton.jit
+def _quarter_step(lo, hi, c_hi, c1, c2, c3, m1, m2, m3, k):
+    """One 4-way step: c_j = count(key >= m_j) for lo <= m1 <= m2 <= m3 < hi (so
+    c1 >= c2 >= c3).  Keeps the invariants of _bisect_step on the quarter [m_j, m_j+1) that
+    holds the k-th largest key; an exact hit (c_j == k, m_j > lo) ends the search."""
+    s3 = c3 >= k
+    s2 = (~s3) & (c2 >= k)
+    s1 = (~s3) & (~s2) & (c1 >= k)
+    sel = tl.where(s3, m3, tl.where(s2, m2, tl.where(s1, m1, lo)))
+    c_sel = tl.where(s3, c3, tl.where(s2, c2, c1))
+    nxt = tl.where(s3, hi, tl.where(s2, m3, tl.where(s1, m2, m1)))
+    c_nxt = tl.where(s3, c_hi, tl.where(s2, c3, tl.where(s1, c2, c1)))
+    exact = (s3 | s2 | s1) & (c_sel == k) & (sel > lo)
+    new_lo = tl.where(exact, sel - 1, sel)
+    new_hi = tl.where(exact, sel, nxt)
+    new_c_hi = tl.where(exact, c_sel, c_nxt)
+    return new_lo, new_hi, new_c_hi
+
+
+@triton.jit
+def _select_resident(row, seq, k, scored, bt_row, out_row,
+                     TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
+                     TILE: tl.constexpr, PIVOTS: tl.constexpr):
+    """Top-k ids of one row whose TILE >= seq keys stay in registers.
+
+    The threshold T is the k-th largest key (k = min(topk, seq_len)): a search on
+    [min key, max key + 1] (int64 bounds; keys are int32) that narrows the interval 4-way per
+    step (PIVOTS=3: three counts packed in 16-bit fields of one int64 sum, one block reduction
+    per step, <= 17 steps) or 2-way (PIVOTS=1, <= 32 steps), and stops early once some pivot
+    has exactly k keys at or above it.  Then ids with key > T go to slots 0.., the first
+    (k - #greater) ids with key == T after them (one packed cumsum); slots from k on get -1.
+    Rows that were not scored (seq_len <= topk) read every key as 0: all tie, all are taken.
+    """
+    INT32_MAX: tl.constexpr = 2147483647
+    INT32_MIN: tl.constexpr = -2147483648
+    offs = tl.arange(0, TILE)
+    valid = offs < seq
+    # .cg: the scores were written by other programs of this launch; read them from L2.
+    key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0, cache_modifier=".cg"))
+    lo = tl.min(tl.where(valid, key, INT32_MAX), axis=0).to(tl.int64)
+    hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
+    c_hi = tl.full([], 0, tl.int32)
+    while hi - lo > 1:
+        if PIVOTS == 3:
+            w = hi - lo
+            m1 = lo + w // 4
+            m2 = lo + w // 2
+            m3 = lo + (3 * w) // 4
+            f = ((key >= m1.to(tl.int32)).to(tl.int64)
+                 + ((key >= m2.to(tl.int32)).to(tl.int64) << 16)
+                 + ((key >= m3.to(tl.int32)).to(tl.int64) << 32))
+            c = tl.sum(tl.where(valid, f, 0), axis=0)
+            c1 = (c & 0xFFFF).to(tl.int32)
+            c2 = ((c >> 16) & 0xFFFF).to(tl.int32)
+            c3 = ((c >> 32) & 0xFFFF).to(tl.int32)
+            lo, hi, c_hi = _quarter_step(lo, hi, c_hi, c1, c2, c3, m1, m2, m3, k)
+        else:
+            mid = lo + (hi - lo) // 2
+            cnt = tl.sum((valid & (key >= mid.to(tl.int32))).to(tl.int32), axis=0)
+            lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
+    t32 = lo.to(tl.int32)
+    n_gt = c_hi                                   # = count(key > T)
+    gt = valid & (key > t32)
+    eq = valid & (key == t32)
+    # One scan for both ranks: greater-than count in the low 16 bits, ties in the high.
+    csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
+    rank_eq = (csum >> 16) - 1
+    take = gt | (eq & (rank_eq < k - n_gt))
+    pos = tl.where(gt, (csum & 0xFFFF) - 1, n_gt + rank_eq)
+    page = tl.load(bt_row + offs // PS, mask=take, other=0)
+    tl.store(out_row + pos, page * PS + offs % PS, mask=take)
+    o = tl.arange(0, TOPK_BLOCK)
+    tl.store(out_row + o, tl.full([TOPK_BLOCK], -1, tl.int32), mask=(o >= k) & (o < TOPK))
+
+
+@triton.jit
+def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_ptr, out_ptr,
+                  max_pages, n_chunks,
+                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_ob,
+                  TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
+                  D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
+                  PPD: tl.constexpr, GPP: tl.constexpr, TILE: tl.constexpr,
+                  PIVOTS: tl.constexpr):
+    """Scoring and top-k in one launch, grid (B, n_chunks).
+
+    Program (b, chunk) scores GPP groups of PPD pages of row b (one FP8 tl.dot per group:
+    K [PPD*64 tokens, 128] . q^T [128, 64 heads], one warpgroup per page), writes them to the
+    scratch row, then arrives on the row's counter (acq_rel atomic after a CTA barrier).  The
+    program that arrives last -- every other program of the row has stored its scores -- resets
+    the counter to 0 for the next launch and selects the row's top-k from the scratch row.
+    """
+    b = tl.program_id(0)
+    chunk = tl.program_id(1)
+    seq = tl.load(seq_ptr + b)
+    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
+    n_pages = (seq + PS - 1) // PS
+    p_lo = chunk * (GPP * PPD)
+    if (seq > TOPK) & (p_lo < n_pages):
+        offs_h = tl.arange(0, H)
+        offs_d = tl.arange(0, D)
+        offs_t = tl.arange(0, PPD * PS)
+        q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
+        qt = tl.trans(q)                                          # [D, H]
+        w = tl.load(w_ptr + b * stride_wb + offs_h)
+        for i in tl.range(GPP, num_stages=2):
+            p = p_lo + i * PPD + offs_t // PS                     # page slot of each token
+            in_row = p < n_pages
+            page = tl.load(bt_ptr + b * stride_btb + tl.minimum(p, n_pages - 1)).to(tl.int64)
+            slot = offs_t % PS
+            k = tl.load(k_ptr + page[:, None] * (PS * ROW_BYTES) + slot[:, None] * D
+                        + offs_d[None, :])                        # [PPD*PS, D] fp8
+            scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + slot)
+            logits = tl.dot(k, qt)                                # [PPD*PS, H] fp32
+            logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
+            score = tl.sum(logits, axis=1)
+            tok = (p_lo + i * PPD) * PS + offs_t
+            score = tl.where(tok < seq, score, float("-inf"))
+            tl.store(score_ptr + b * stride_sb + tok, score, mask=in_row)
+    # Every thread's score stores precede the (gpu-scope, release) arrival.
+    tl.debug_barrier()
+    arrived = tl.atomic_add(cnt_ptr + b, 1, sem="acq_rel")
+    if arrived == n_chunks - 1:
+        tl.store(cnt_ptr + b, 0)
+        _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
+                         bt_ptr + b * stride_btb, out_ptr + b * stride_ob,
+                         TOPK, TOPK_BLOCK, PS, TILE, PIVOTS)
+
+
+@triton.jit
 def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
                  stride_sb, stride_btb, stride_ob,
                  TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                 TILE: tl.constexpr, RESIDENT: tl.constexpr):
-    """Top-k ids of one row.
+                 TILE: tl.constexpr):
+    """Top-k ids of one row too long to keep in registers (streamed path, after _score_kernel).
 
-    The threshold T is the k-th largest key (k = min(topk, seq_len)), found by bisection on
-    [min key, max key + 1] in int64 (keys are int32) that stops early once some midpoint has
-    exactly k keys at or above it.  Then ids with key > T go to positions 0.., and the first
-    (k - #greater) ids with key == T after them; slots from k on get -1.
+    Bisection as in _select_resident, but the row is re-read (from L2) in TILE-token chunks on
+    every step.
     """
     b = tl.program_id(0)
     seq = tl.load(seq_ptr + b)
     seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
     k = tl.minimum(seq, TOPK)
-    # Rows with seq_len <= topk were not scored: their keys read as 0, every valid token ties,
-    # the search ends at once (min == max) and all of them are taken.
     scored = seq > TOPK
     row = score_ptr + b * stride_sb
     bt_row = bt_ptr + b * stride_btb
@@ -147,129 +280,212 @@ def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
     INT32_MAX: tl.constexpr = 2147483647
     INT32_MIN: tl.constexpr = -2147483648
 
-    if RESIDENT:
-        offs = tl.arange(0, TILE)
+    lo32 = tl.full([], INT32_MAX, tl.int32)
+    hi32 = tl.full([], INT32_MIN, tl.int32)
+    start = tl.full([], 0, tl.int32)
+    while start < seq:
+        offs = start + tl.arange(0, TILE)
         valid = offs < seq
         key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
-        lo = tl.min(tl.where(valid, key, INT32_MAX), axis=0).to(tl.int64)
-        hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
-        c_hi = tl.full([], 0, tl.int32)
-        while hi - lo > 1:
-            mid = lo + (hi - lo) // 2
-            cnt = tl.sum((valid & (key >= mid.to(tl.int32))).to(tl.int32), axis=0)
-            lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
-        t32 = lo.to(tl.int32)
-        n_gt = c_hi                                   # = count(key > T)
+        lo32 = tl.minimum(lo32, tl.min(tl.where(valid, key, INT32_MAX), axis=0))
+        hi32 = tl.maximum(hi32, tl.max(tl.where(valid, key, INT32_MIN), axis=0))
+        start += TILE
+    lo = lo32.to(tl.int64)
+    hi = hi32.to(tl.int64) + 1
+    c_hi = tl.full([], 0, tl.int32)
+    while hi - lo > 1:
+        mid = lo + (hi - lo) // 2
+        m32 = mid.to(tl.int32)
+        cnt = tl.full([], 0, tl.int32)
+        start = tl.full([], 0, tl.int32)
+        while start < seq:
+            offs = start + tl.arange(0, TILE)
+            valid = offs < seq
+            key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
+            cnt += tl.sum((valid & (key >= m32)).to(tl.int32), axis=0)
+            start += TILE
+        lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
+    t32 = lo.to(tl.int32)
+    n_gt = c_hi
+    need_eq = k - n_gt
+    base_gt = tl.full([], 0, tl.int32)
+    base_eq = tl.full([], 0, tl.int32)
+    start = tl.full([], 0, tl.int32)
+    while start < seq:
+        offs = start + tl.arange(0, TILE)
+        valid = offs < seq
+        key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
         gt = valid & (key > t32)
         eq = valid & (key == t32)
-        # One scan for both ranks: greater-than count in the low 16 bits, ties in the high.
         csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
-        rank_eq = (csum >> 16) - 1
-        take = gt | (eq & (rank_eq < k - n_gt))
-        pos = tl.where(gt, (csum & 0xFFFF) - 1, n_gt + rank_eq)
+        rank_eq = base_eq + (csum >> 16) - 1
+        take = gt | (eq & (rank_eq < need_eq))
+        pos = tl.where(gt, base_gt + (csum & 0xFFFF) - 1, n_gt + rank_eq)
         page = tl.load(bt_row + offs // PS, mask=take, other=0)
         tl.store(out_row + pos, page * PS + offs % PS, mask=take)
-    else:
-        # Streamed: the row is re-read (from L2) in TILE-token chunks on every step.
-        lo32 = tl.full([], INT32_MAX, tl.int32)
-        hi32 = tl.full([], INT32_MIN, tl.int32)
-        start = tl.full([], 0, tl.int32)
-        while start < seq:
-            offs = start + tl.arange(0, TILE)
-            valid = offs < seq
-            key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
-            lo32 = tl.minimum(lo32, tl.min(tl.where(valid, key, INT32_MAX), axis=0))
-            hi32 = tl.maximum(hi32, tl.max(tl.where(valid, key, INT32_MIN), axis=0))
-            start += TILE
-        lo = lo32.to(tl.int64)
-        hi = hi32.to(tl.int64) + 1
-        c_hi = tl.full([], 0, tl.int32)
-        while hi - lo > 1:
-            mid = lo + (hi - lo) // 2
-            m32 = mid.to(tl.int32)
-            cnt = tl.full([], 0, tl.int32)
-            start = tl.full([], 0, tl.int32)
-            while start < seq:
-                offs = start + tl.arange(0, TILE)
-                valid = offs < seq
-                key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
-                cnt += tl.sum((valid & (key >= m32)).to(tl.int32), axis=0)
-                start += TILE
-            lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
-        t32 = lo.to(tl.int32)
-        n_gt = c_hi
-        need_eq = k - n_gt
-        base_gt = tl.full([], 0, tl.int32)
-        base_eq = tl.full([], 0, tl.int32)
-        start = tl.full([], 0, tl.int32)
-        while start < seq:
-            offs = start + tl.arange(0, TILE)
-            valid = offs < seq
-            key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
-            gt = valid & (key > t32)
-            eq = valid & (key == t32)
-            csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
-            rank_eq = base_eq + (csum >> 16) - 1
-            take = gt | (eq & (rank_eq < need_eq))
-            pos = tl.where(gt, base_gt + (csum & 0xFFFF) - 1, n_gt + rank_eq)
-            page = tl.load(bt_row + offs // PS, mask=take, other=0)
-            tl.store(out_row + pos, page * PS + offs % PS, mask=take)
-            base_gt += tl.sum(gt.to(tl.int32), axis=0)
-            base_eq += tl.sum(eq.to(tl.int32), axis=0)
-            start += TILE
+        base_gt += tl.sum(gt.to(tl.int32), axis=0)
+        base_eq += tl.sum(eq.to(tl.int32), axis=0)
+        start += TILE
 
     o = tl.arange(0, TOPK_BLOCK)
     tl.store(out_row + o, tl.full([TOPK_BLOCK], -1, tl.int32), mask=(o >= k) & (o < TOPK))
 
 
 def _pages_per_prog(batch: int, max_pages: int) -> int:
+    """Streamed path: pages per _score_kernel program."""
     ppp = 1
     while ppp < _MAX_PAGES_PER_PROG and batch * triton.cdiv(max_pages, ppp) > _SCORE_TARGET_PROGRAMS:
         ppp *= 2
     return ppp
 
 
-def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices):
+def _fused_config(batch: int, max_pages: int, tile: int):
+    """(PPD pages per dot, GPP groups per program, num_warps, PIVOTS) of the fused kernel.
+
+    One warpgroup per page of a group, so the selection that the last program of a row runs
+    has 16 keys per thread: tile 4096 -> 2 pages / 8 warps, 8192 -> 4 / 16, 16384 -> 8 / 32.
+    Groups are packed per program until the grid is at most ~1 wave of 32 warps per SM.
+    """
+    ppd = max(1, min(8, tile // 2048))
+    num_warps = 4 * ppd
+    groups = triton.cdiv(max_pages, ppd)
+    target = _FUSED_TARGET_WARPS // num_warps
+    gpp = 1
+    while gpp < _MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > target:
+        gpp *= 2
+    return ppd, gpp, num_warps, 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrival counters of the fused kernel: one int32 per row, zero between launches (the last
+# program of each row resets its own).  Kept per device for the life of the process, never
+# freed: a captured graph refers to them by address.
+
+_COUNTER_SLOTS = 1 << 16
+_counters = {}
+
+
+def _arrival_counters(device, batch):
+    if device.type != "cuda":
+        return torch.zeros(batch, dtype=torch.int32, device=device)
+    have = _counters.get(device.index)
+    if have is not None and have[-1].numel() >= batch:
+        return have[-1]
+    if torch.cuda.is_current_stream_capturing():
+        # Allocated inside someone else's capture: a zero-fill node of that graph, fresh per replay.
+        return torch.zeros(batch, dtype=torch.int32, device=device)
+    new = torch.zeros(max(batch, _COUNTER_SLOTS), dtype=torch.int32, device=device)
+    _counters.setdefault(device.index, []).append(new)
+    return new
+
+
+def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices,
+            warmup=False):
+    """The launches of one call (``warmup``: compile only)."""
     batch, heads, head_dim = q_index_fp8.shape
     page_size = k_index_cache_fp8.shape[1]
     row_bytes = k_index_cache_fp8.shape[-1]
     max_pages = block_table.shape[1]
+    topk = topk_indices.shape[1]
+    topk_block = triton.next_power_of_2(topk)
+    launches = []
+
+    if max_pages * page_size <= topk:
+        launches.append((_all_selected_kernel, (batch,), (
+            seq_lens, block_table, topk_indices, max_pages,
+            block_table.stride(0), topk_indices.stride(0)),
+            dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, num_warps=4)))
+    else:
+        tokens = max_pages * page_size
+        dev = q_index_fp8.device
+        scores = torch.empty((batch, tokens), dtype=torch.float32, device=dev)
+        k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
+        k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
+        tile = triton.next_power_of_2(tokens)
+        if tile <= _RESIDENT_MAX_TOKENS:
+            ppd, gpp, num_warps, pivots = _fused_config(batch, max_pages, tile)
+            n_chunks = triton.cdiv(max_pages, ppd * gpp)
+            counters = _arrival_counters(dev, batch)
+            launches.append((_fused_kernel, (batch, n_chunks), (
+                q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, counters,
+                topk_indices, max_pages, n_chunks,
+                q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
+                block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
+                dict(TOPK=topk, TOPK_BLOCK=topk_block, H=heads, D=head_dim, PS=page_size,
+                     ROW_BYTES=row_bytes, PPD=ppd, GPP=gpp, TILE=tile, PIVOTS=pivots,
+                     num_warps=num_warps, num_stages=2)))
+        else:
+            ppp = _pages_per_prog(batch, max_pages)
+            launches.append((_score_kernel, (batch, triton.cdiv(max_pages, ppp)), (
+                q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores,
+                max_pages,
+                q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
+                block_table.stride(0), scores.stride(0)),
+                dict(TOPK=topk, H=heads, D=head_dim, PS=page_size, ROW_BYTES=row_bytes,
+                     PAGES_PER_PROG=ppp, num_warps=4, num_stages=3)))
+            chunk = _CHUNK_TOKENS
+            assert chunk < 65536  # the packed cumsum keeps each rank in 16 bits
+            launches.append((_topk_kernel, (batch,), (
+                scores, seq_lens, block_table, topk_indices, max_pages,
+                scores.stride(0), block_table.stride(0), topk_indices.stride(0)),
+                dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=chunk,
+                     num_warps=16)))
+    for fn, grid, args, meta in launches:
+        if warmup:
+            fn.warmup(*args, grid=grid, **meta)
+        else:
+            fn[grid](*args, **meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# CUDA-graph replay of the launches (see the attention solution for the same scheme): the key
+# is everything a captured launch bakes in -- data pointers, shapes, strides and dtypes of every
+# input and output.  Every replay recomputes from the current input contents.
+
+USE_GRAPHS = True
+_GRAPH_SLOTS = 8
+_NO_GRAPH = object()
+_graphs: "OrderedDict[tuple, object]" = OrderedDict()
+
+
+def _sig(t):
+    return t.data_ptr(), t.shape, t.stride(), t.dtype
+
+
+def _capture(launch):
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            launch()
+    except Exception:  # not capturable here: keep the (already written) eager result
+        return _NO_GRAPH
+    return graph
+
+
+def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices):
+    batch, heads, head_dim = q_index_fp8.shape
+    row_bytes = k_index_cache_fp8.shape[-1]
+    page_size = k_index_cache_fp8.shape[1]
     topk = topk_indices.shape[1]
     if batch == 0 or topk == 0:
         return topk_indices
     assert row_bytes == head_dim + 4 and (page_size * row_bytes) % 4 == 0
     assert k_index_cache_fp8.is_contiguous() and q_index_fp8.stride(2) == 1
     assert topk_indices.stride(1) == 1 and block_table.stride(1) == 1 and weights.stride(1) == 1
-    topk_block = triton.next_power_of_2(topk)
-
-    if max_pages * page_size <= topk:
-        _all_selected_kernel[(batch,)](
-            seq_lens, block_table, topk_indices, max_pages,
-            block_table.stride(0), topk_indices.stride(0),
-            TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, num_warps=4)
-        return topk_indices
-
-    tokens = max_pages * page_size
-    scores = torch.empty((batch, tokens), dtype=torch.float32, device=q_index_fp8.device)
-    k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
-    k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
-    ppp = _pages_per_prog(batch, max_pages)
-    _score_kernel[(batch, triton.cdiv(max_pages, ppp))](
-        q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores,
-        max_pages,
-        q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
-        block_table.stride(0), scores.stride(0),
-        TOPK=topk, H=heads, D=head_dim, PS=page_size, ROW_BYTES=row_bytes, PAGES_PER_PROG=ppp,
-        num_warps=4, num_stages=3)
-
-    tile = triton.next_power_of_2(tokens)
-    resident = tile <= _RESIDENT_MAX_TOKENS
-    if not resident:
-        tile = _CHUNK_TOKENS
-    assert tile < 65536  # the packed cumsum keeps each rank in 16 bits
-    _topk_kernel[(batch,)](
-        scores, seq_lens, block_table, topk_indices, max_pages,
-        scores.stride(0), block_table.stride(0), topk_indices.stride(0),
-        TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=tile, RESIDENT=resident,
-        num_warps=8)
+    args = (q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices)
+    if USE_GRAPHS and q_index_fp8.is_cuda and not torch.cuda.is_current_stream_capturing():
+        key = (_sig(q_index_fp8), _sig(k_index_cache_fp8), _sig(weights), _sig(seq_lens),
+               _sig(block_table), _sig(topk_indices))
+        graph = _graphs.get(key)
+        if graph is None:
+            _launch(*args)
+            _graphs[key] = _capture(lambda: _launch(*args))
+            if len(_graphs) > _GRAPH_SLOTS:
+                _graphs.popitem(last=False)
+            return topk_indices
+        _graphs.move_to_end(key)
+        if graph is not _NO_GRAPH:
+            graph.replay()
+            return topk_indices
+    _launch(*args)
     return topk_indices

@@ -1,0 +1,474 @@
+"""DSA indexer and sparse-attention variants on one CUDA device: correctness and gate-style timing.
+
+Run on the H200 (one call checks and times every variant, then prints a compact table):
+
+    PYTHONPATH=src python3 scripts/dsa_variants.py --out $OUT [--v1 DIR] [--budget 150]
+
+``--v1 DIR`` holds the previous shipped kernels as ``attn_v1.py`` / ``idx_v1.py`` (plain copies of
+their ``kernel.py``) for a same-method comparison.
+
+Every variant is checked with the gate's rules (indexer: valid, distinct ids of the row, -1 after
+min(topk, seq_len), sorted scores within atol = rtol = 1e-2; attention: elementwise
+atol = rtol = 1e-2 where both |x-y| and the relative error are over, -inf LSE matched) and timed
+three ways, each the median of the timed iterations after warm-up, every iteration on one of two
+rotating buffer sets whose small inputs get new contents (a pool of 4 draws) and whose outputs
+are poisoned, with the L2 flushed (zeroing 2x its size) before the start event:
+
+  ev   the gate's headline: device idle (synchronized) before the start event, one call, end
+       event -- host launch overhead included;
+  gr   the gate's graph latency: the call captured once in a CUDA graph by the caller and
+       replayed between the same events;
+  dev  device time of that graph: the GPU is kept busy (a sleep kernel after the flush) while
+       the host records the start event and launches the graph, so host time is hidden.
+
+Output: ``variants.json`` under --out (rows: kernel, shape, variant, metrics, check) and the
+table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+import triton
+
+from kernelwright.definitions import get as get_definition
+from kernelwright.definitions.dsa_indexer import reference as idx_reference
+from kernelwright.inputs import make_generator
+from kernelwright.solutions.dsa_attention_triton import kernel as A
+from kernelwright.solutions.dsa_indexer_triton import kernel as I
+from kernelwright.trace import RandomInput, Workload
+
+DEV = torch.device("cuda")
+SMOKE = False  # --smoke: plumbing check on the CPU (interpreter), one call per timing
+TOPK = 2048
+PS = 64
+ATTN_T = [1, 2, 6, 7, 8]
+IDX_SHAPES = [(1, 20), (16, 32), (8, 45), (4, 88), (31, 91), (2, 256), (64, 96)]
+ATTN_SWEEP = {
+    1: [(16, 16, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2)],
+    2: [(16, 16, 4, 2), (64, 64, 8, 2)],
+    6: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
+    7: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
+    8: [(128, 32, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (128, 32, 4, 3)],
+}
+# (pages per dot, pivots) overrides of the fused indexer kernel; groups per program by the rule
+IDX_SWEEP = {4096: [(2, 1), (4, 3)], 8192: [(4, 1), (2, 3), (8, 3)], 16384: [(4, 3)]}
+
+WARM_EV, N_EV = 5, 25
+WARM_GR, N_GR = 3, 20
+
+
+# ------------------------------------------------------------------------------- timing
+class Timer:
+    def __init__(self):
+        if SMOKE:
+            return
+        l2 = int(getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 64 << 20))
+        self.flush_buf = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
+
+    def _loop(self, call, prep, warm, n, busy):
+        if SMOKE:
+            prep(0)
+            t = time.perf_counter()
+            call(0)
+            return (time.perf_counter() - t) * 1e6
+        times = []
+        for i in range(warm + n):
+            prep(i)
+            self.flush_buf.zero_()
+            if busy:
+                torch.cuda._sleep(400_000)       # ~0.2 ms of GPU work ahead of the start event
+            else:
+                torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            call(i)
+            end.record()
+            torch.cuda.synchronize()
+            if i >= warm:
+                times.append(start.elapsed_time(end) * 1e3)
+        return statistics.median(times)
+
+    def events(self, call, prep):
+        return self._loop(call, prep, WARM_EV, N_EV, busy=False)
+
+    def graph(self, launch, prep0):
+        """(gr, dev) of ``launch`` (on buffer set 0) captured by the caller, replayed on new
+        contents of set 0 every iteration."""
+        prep0(0)
+        launch()
+        if SMOKE:
+            return 0.0, 0.0
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            launch()
+        torch.cuda.synchronize()
+        gr = self._loop(lambda i: g.replay(), prep0, WARM_GR, N_GR, busy=False)
+        dev = self._loop(lambda i: g.replay(), prep0, WARM_GR, N_GR, busy=True)
+        del g
+        return gr, dev
+
+
+# ------------------------------------------------------------------------------- inputs
+class Case:
+    """Two buffer sets of one shape plus a pool of 4 draws of the small inputs."""
+
+    def __init__(self, builtin, workload, small, outputs, seed):
+        self.builtin = builtin
+        self.sets = [builtin.make_inputs(builtin.definition, workload, make_generator(seed + i, DEV.type), DEV)
+                     for i in range(2)]
+        self.pool = []
+        for j in range(4):
+            draw = builtin.make_inputs(builtin.definition, workload, make_generator(seed + 10 + j, DEV.type), DEV)
+            self.pool.append({n: draw[n].clone() for n in small})
+            del draw
+        self.small = small
+        self.outs = [outputs() for _ in range(2)]
+        self.last = [None, None]
+
+    def prep(self, i):
+        self.prep_set(i % 2, i % 4)
+
+    def prep0(self, i):
+        self.prep_set(0, i % 4)
+
+    def prep_set(self, s, j):
+        for n in self.small:
+            self.sets[s][n].copy_(self.pool[j][n])
+        for o in self.outs[s]:
+            o.fill_(float("nan") if o.is_floating_point() else 12345)
+        self.last[s] = j
+
+
+def attn_case(tokens):
+    b = get_definition("attention")
+    w = next(w for w in b.public_workloads() if w.axes["num_tokens"] == tokens)
+    outputs = lambda: (torch.empty((tokens, 16, 512), dtype=torch.bfloat16, device=DEV),
+                       torch.empty((tokens, 16), dtype=torch.float32, device=DEV))
+    return Case(b, w, ("q_nope", "q_pe", "sparse_indices"), outputs, seed=1000 + tokens)
+
+
+def idx_case(batch, pages):
+    b = get_definition("indexer")
+    w = Workload(uuid="v", axes={"batch_size": batch, "max_num_pages": pages,
+                                 "num_pages": max(11923, batch * pages)},
+                 inputs={n: RandomInput() for n in b.definition.inputs})
+    outputs = lambda: (torch.empty((batch, TOPK), dtype=torch.int32, device=DEV),)
+    return Case(b, w, ("q_index_fp8", "weights", "seq_lens", "block_table"), outputs, seed=2000 + batch * 7 + pages)
+
+
+# ------------------------------------------------------------------------------- checks
+def attn_check(case, s):
+    x_out, x_lse = case.outs[s]
+    ref_out, ref_lse = case.builtin.reference(**case.sets[s])
+    bad = 0
+    for got, want in ((x_out, ref_out), (x_lse, ref_lse)):
+        x, y = got.float(), want.float()
+        if torch.isnan(x).any():
+            return "NaN"
+        y_inf = torch.isinf(y)
+        if not torch.where(y_inf, x == y, ~torch.isinf(x)).all():
+            return "inf mismatch"
+        d = (x[~y_inf] - y[~y_inf]).abs()
+        bad += int(((d > 1e-2) & (d / (y[~y_inf].abs() + 1e-8) > 1e-2)).sum())
+    return "ok" if bad == 0 else f"{bad} out of tolerance"
+
+
+def idx_check(case, s):
+    inputs = case.sets[s]
+    out = case.outs[s][0]
+    expected = case.builtin.reference(**inputs)
+    q = inputs["q_index_fp8"].to(torch.float32)
+    keys = idx_reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
+    seq_lens = inputs["seq_lens"].cpu()
+    for b in range(out.shape[0]):
+        seq_len = max(int(seq_lens[b]), 0)
+        count = min(TOPK, seq_len)
+        row = out[b].to(torch.long)
+        if not bool((row[count:] == -1).all()):
+            return f"row {b}: tail not -1"
+        got = row[:count]
+        if not bool((got >= 0).all()) or got.unique().numel() != count:
+            return f"row {b}: invalid/duplicate ids"
+        allowed = torch.zeros(keys.shape[0], dtype=torch.bool, device=keys.device)
+        allowed[idx_reference.row_token_ids(inputs["block_table"][b], seq_len, PS)] = True
+        if not bool(allowed[got].all()):
+            return f"row {b}: ids outside the row"
+        if count == 0:
+            continue
+        w = inputs["weights"][b].to(torch.float32)
+        mine = idx_reference.row_scores(q[b], keys, w, got).sort().values
+        ref = idx_reference.row_scores(q[b], keys, w, expected[b, :count].to(torch.long)).sort().values
+        if not torch.allclose(mine, ref, atol=1e-2, rtol=1e-2):
+            return f"row {b}: scores differ (max {float((mine - ref).abs().max()):.3g})"
+    return "ok"
+
+
+# ------------------------------------------------------------------------------- variants
+def load_v1(folder):
+    mods = {}
+    for name in ("attn_v1", "idx_v1"):
+        path = Path(folder) / f"{name}.py"
+        if path.exists():
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            mods[name] = mod
+    return mods
+
+
+def attn_call(mod, case):
+    return lambda s: mod.run(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
+
+
+def idx_call(mod, case):
+    return lambda s: mod.run(**case.sets[s], topk_indices=case.outs[s][0])
+
+
+def idx_cfg(batch, pages, ppd, pivots):
+    tile = triton.next_power_of_2(pages * PS)
+    groups = triton.cdiv(pages, ppd)
+    warps = 4 * ppd
+    gpp = 1
+    while gpp < I._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > I._FUSED_TARGET_WARPS // warps:
+        gpp *= 2
+    return (ppd, gpp, warps, pivots)
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.t0 = time.time()
+        self.timer = Timer()
+        self.rows = []
+        self.v1 = load_v1(args.v1) if args.v1 else {}
+
+    def left(self):
+        return self.args.budget - (time.time() - self.t0)
+
+    def save(self):
+        out = Path(self.args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "variants.json").write_text(json.dumps(self.rows, indent=1))
+
+    def record(self, kernel, shape, variant, fn):
+        row = {"kernel": kernel, "shape": shape, "variant": variant}
+        try:
+            row.update(fn())
+        except Exception as exc:  # keep going: report the failure
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            traceback.print_exc(limit=3)
+        self.rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    # one full measurement of a shipped-style entry point
+    def full(self, case, call, check, launch_for_graph):
+        res = {}
+        res["ev"] = self.timer.events(lambda i: call(i % 2), case.prep)
+        res["check_ev"] = [check(case, s) for s in (0, 1)]
+        gr, dev = self.timer.graph(lambda: launch_for_graph(0), case.prep0)
+        res["gr"], res["dev"] = gr, dev
+        res["check_graph"] = check(case, 0)
+        return res
+
+    def sweep_point(self, case, launch, check):
+        gr, dev = self.timer.graph(lambda: launch(0), case.prep0)
+        return {"gr": gr, "dev": dev, "check_graph": check(case, 0)}
+
+
+class _CompileOnly:
+    """Stands in for a JITFunction of a v1 module: ``fn[grid](...)`` compiles, launches nothing."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.fn.warmup(*args, grid=grid, **kwargs)
+
+
+def precompile(attn_cases, idx_cases, v1):
+    """Compile every kernel variant up front, in parallel threads (Triton's async compile)."""
+    t = time.time()
+    jobs = []
+    default_split = A._split_config
+    default_fused = I._fused_config
+    with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
+        for name, cases, call in (("attn_v1", attn_cases, attn_call), ("idx_v1", idx_cases, idx_call)):
+            mod = v1.get(name)
+            if mod is None:
+                continue
+            jits = {k: f for k, f in vars(mod).items() if isinstance(f, triton.runtime.jit.JITFunction)}
+            for k, f in jits.items():
+                setattr(mod, k, _CompileOnly(f))
+            try:
+                for key, case in cases.items():
+                    try:
+                        call(mod, case)(0)
+                        jobs.append((name, key))
+                    except Exception as exc:
+                        print("precompile", name, key, exc)
+            finally:
+                for k, f in jits.items():
+                    setattr(mod, k, f)
+        for tokens, case in attn_cases.items():
+            for cfg in [None] + ATTN_SWEEP.get(tokens, []):
+                A._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
+                try:
+                    A._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True)
+                    jobs.append(("attn", tokens, cfg))
+                except Exception as exc:
+                    print("precompile attn", tokens, cfg, exc)
+        A._split_config = default_split
+        for (batch, pages), case in idx_cases.items():
+            tile = triton.next_power_of_2(pages * PS)
+            for sw in [None] + IDX_SWEEP.get(tile, []):
+                I._fused_config = default_fused if sw is None else (lambda b_, p_, t_, c=idx_cfg(batch, pages, *sw): c)
+                try:
+                    I._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
+                    jobs.append(("idx", (batch, pages), sw))
+                except Exception as exc:
+                    print("precompile idx", batch, pages, sw, exc)
+        I._fused_config = default_fused
+    print(f"precompiled {len(jobs)} variants in {time.time() - t:.1f} s", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="/tmp/dsa-variants")
+    ap.add_argument("--v1", default=None)
+    ap.add_argument("--budget", type=float, default=150.0, help="seconds; sweeps are skipped past it")
+    ap.add_argument("--only", default="attn,idx")
+    ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter, tiny set)")
+    args = ap.parse_args()
+    if args.smoke:
+        global DEV, SMOKE, ATTN_T, IDX_SHAPES
+        DEV, SMOKE = torch.device("cpu"), True
+        ATTN_T, IDX_SHAPES = [1], [(1, 20), (2, 40)]
+        for d in (ATTN_SWEEP, IDX_SWEEP):
+            for k in d:
+                d[k] = d[k][:1]
+    r = Runner(args)
+    print(DEV, torch.cuda.get_device_name() if DEV.type == "cuda" else "", "torch", torch.__version__,
+          "triton", triton.__version__, flush=True)
+
+    attn_cases = {t: attn_case(t) for t in ATTN_T} if "attn" in args.only else {}
+    idx_cases = {s: idx_case(*s) for s in IDX_SHAPES} if "idx" in args.only else {}
+    print(f"inputs ready at {time.time() - r.t0:.1f} s", flush=True)
+    if not SMOKE:
+        precompile(attn_cases, idx_cases, r.v1)
+
+    # ---- attention
+    for tokens, case in attn_cases.items():
+        shape = f"T={tokens}"
+        A._graphs.clear()
+        A.USE_GRAPHS = True
+        r.record("attention", shape, "v2", lambda: r.full(case, attn_call(A, case), attn_check, attn_call(A, case)))
+        A.USE_GRAPHS = False
+        r.record("attention", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep)})
+        A.USE_GRAPHS = True
+        if "attn_v1" in r.v1:
+            v1 = r.v1["attn_v1"]
+            r.record("attention", shape, "v1", lambda: r.full(case, attn_call(v1, case), attn_check, attn_call(v1, case)))
+        r.save()
+    # ---- indexer
+    for (batch, pages), case in idx_cases.items():
+        shape = f"{batch}x{pages}"
+        I._graphs.clear()
+        I.USE_GRAPHS = True
+        r.record("indexer", shape, "v2", lambda: r.full(case, idx_call(I, case), idx_check, idx_call(I, case)))
+        I.USE_GRAPHS = False
+        r.record("indexer", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep)})
+        I.USE_GRAPHS = True
+        if "idx_v1" in r.v1:
+            v1 = r.v1["idx_v1"]
+            r.record("indexer", shape, "v1", lambda: r.full(case, idx_call(v1, case), idx_check, idx_call(v1, case)))
+        r.save()
+    # ---- sweeps (device time of the configurations), while the budget lasts
+    for tokens, case in attn_cases.items():
+        default = A._split_config
+        for cfg in ATTN_SWEEP.get(tokens, []):
+            if r.left() < 40:
+                break
+            A._split_config = lambda t_, k_, c=cfg: c
+            launch = lambda s: A._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
+            r.record("attention", f"T={tokens}", f"cfg{cfg}", lambda: r.sweep_point(case, launch, attn_check))
+        A._split_config = default
+        r.save()
+
+    for (batch, pages), case in idx_cases.items():
+        default = I._fused_config
+        tile = triton.next_power_of_2(pages * PS)
+        for sw in IDX_SWEEP.get(tile, []) if pages * PS > TOPK else []:
+            if r.left() < 20:
+                break
+            cfg = idx_cfg(batch, pages, *sw)
+            I._fused_config = lambda b_, p_, t_, c=cfg: c
+            launch = lambda s: I._launch(**case.sets[s], topk_indices=case.outs[s][0])
+            r.record("indexer", f"{batch}x{pages}", f"fused{cfg}", lambda: r.sweep_point(case, launch, idx_check))
+        I._fused_config = default
+        r.save()
+
+    # ---- kernels of the shipped (graph-cached) calls, from the profiler
+    if r.left() > 15 and not SMOKE:
+        try:
+            kernels = profile_kernels(attn_cases, idx_cases, deadline=time.time() + r.left() - 5)
+            r.rows.append({"kernel": "profile", "kernels": kernels})
+        except Exception as exc:
+            print("profile failed:", exc)
+    r.save()
+    table(r.rows)
+
+
+def profile_kernels(attn_cases, idx_cases, deadline):
+    """Kernel names and device time per call of the shipped entry points (graph replay)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    result = {}
+    for label, cases, mod, call in (("attention", attn_cases, A, attn_call), ("indexer", idx_cases, I, idx_call)):
+        for key, case in cases.items():
+            if time.time() > deadline:
+                break
+            f = call(mod, case)
+            f(0)
+            f(0)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(3):
+                    f(0)
+                torch.cuda.synchronize()
+            names = {}
+            for ev in prof.events():
+                if ev.device_type == torch.autograd.DeviceType.CUDA:
+                    n = names.setdefault(ev.name, [0, 0.0])
+                    n[0] += 1
+                    n[1] += ev.time_range.elapsed_us()
+            result[f"{label} {key}"] = {n: [c / 3, t / 3] for n, (c, t) in names.items()}
+    return result
+
+
+def table(rows):
+    print("\n=== DSA variants (us; ev = gate headline, gr = graph replay, dev = device time) ===")
+    for r in rows:
+        if r.get("kernel") == "profile":
+            for k, v in r["kernels"].items():
+                tot = sum(t for _, t in v.values())
+                print(f"profile {k}: {tot:.1f} us/call " + ", ".join(f"{n[:28]}x{c:g}" for n, (c, _) in v.items()))
+            continue
+        m = " ".join(f"{k}={r[k]:7.1f}" for k in ("ev", "gr", "dev") if isinstance(r.get(k), float))
+        chk = r.get("error") or ",".join(str(x) for x in ([*r.get("check_ev", [])] + ([r["check_graph"]] if "check_graph" in r else [])))
+        print(f"{r['kernel'][:4]} {r['shape']:>7} {r['variant']:<26} {m:<40} {chk}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
