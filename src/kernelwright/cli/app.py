@@ -289,6 +289,11 @@ def solutions_export(out: Path = typer.Argument(..., help="Folder to write <defi
         console.print(f"wrote {path}")
 
 
+from kernelwright.cli.redteam import redteam_cmd  # noqa: E402  (red-team suite: kernelwright redteam)
+
+app.command("redteam")(redteam_cmd)
+
+
 def main() -> None:
     app()
 

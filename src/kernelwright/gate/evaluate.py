@@ -4,6 +4,10 @@ The parent prepares a ``WorkloadContext`` once per workload (trial inputs, refer
 the seeds of the timed iterations and the references of the sampled ones, the reference's
 latency and the roofline work) and shares it across every solution of a bench run, so that all
 of them are judged on the same inputs with the same timer.
+
+The guards (reason codes in ``guards.REASONS``, described in docs/gate.md) run outside the
+timed region: the worker only reports raw observations (samples, thread/child counts, Triton
+launches, replaced functions), and every decision is taken here, in the parent.
 """
 
 from __future__ import annotations
@@ -18,10 +22,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from kernelwright.definitions.base import BuiltinDefinition
-from kernelwright.gate import guards
+from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.checkers import CheckResult, check_outputs
-from kernelwright.gate.device_info import load_ceilings
+from kernelwright.gate.device_info import load_ceilings, resolve_device
 from kernelwright.gate.environment import environment
 from kernelwright.gate.session import WorkerSession
 from kernelwright.inputs import make_generator, seed_for
@@ -76,7 +80,7 @@ class WorkloadContext:
         self.builtin = builtin
         self.workload = workload
         self.cfg = cfg
-        self.device = torch.device(cfg.device)
+        self.device = resolve_device(cfg.device)
         self.definition = builtin.definition
         self.axes = self.definition.axis_values(workload.axes)
         self.input_meta = [(n, None if s.shape is None else list(self.definition.shape_of(n, workload.axes)),
@@ -90,13 +94,30 @@ class WorkloadContext:
         self._flusher: Optional[T.L2Flusher] = None
         base = (cfg.salt, cfg.split, workload.uuid)
         n = cfg.warmup + cfg.iterations
+        self.nsets = max(2, cfg.buffer_sets)
         self.timing_seeds = [[seed_for(*base, "iter", t, i) for i in range(n)] for t in range(cfg.trials)]
         rng = random.Random(seed_for(*base, "samples"))
         k = min(cfg.samples_per_trial, cfg.iterations) if cfg.guards else 0
-        self.sample_plan = [{it: slot for slot, it in enumerate(sorted(rng.sample(range(cfg.warmup, n), k)))}
-                            for _ in range(cfg.trials)]
+        # per trial: the input spec of every timed iteration (one twin of an earlier iteration,
+        # see gate/fresh.py) and which iterations are checked (always the twin)
+        # (the other checked iterations are drawn by the worker after each call returns, see
+        # ``random_samples``: no call can know in advance whether it is checked)
+        self.timing_specs: List[List[Any]] = []
+        self.twins: List[Optional[int]] = []
+        self.sample_plan: List[Dict[int, int]] = []
+        self.random_samples: List[int] = []
+        for t in range(cfg.trials):
+            seeds = self.timing_seeds[t]
+            specs, twin = (fresh.plan_trial(seeds, cfg.warmup, self.nsets, self.input_meta,
+                                            builtin.tolerance.required_matched_ratio, rng,
+                                            seed_for(*base, "twin", t)) if cfg.guards and k else (list(seeds), None))
+            forced = {} if twin is None else {twin: 0}
+            self.timing_specs.append(specs)
+            self.twins.append(twin)
+            self.sample_plan.append(forced)
+            self.random_samples.append(max(0, min(k - len(forced), cfg.iterations - len(forced))))
         self.graph_seeds = [seed_for(*base, "graph", i) for i in range(cfg.graph_iterations)]
-        self.graph_plan = {it: k + j for j, it in enumerate(sorted(rng.sample(range(len(self.graph_seeds)),
+        self.graph_plan = {it: max(k, 1) + j for j, it in enumerate(sorted(rng.sample(range(len(self.graph_seeds)),
                                                                             min(1 if cfg.guards else 0, len(self.graph_seeds)))))}
 
     # -- inputs and references -------------------------------------------------------------
@@ -112,13 +133,19 @@ class WorkloadContext:
                             for t in range(self.cfg.trials)]
         return self._trials
 
-    def sample_trial(self, seed: int) -> Trial:
-        if seed not in self._sample_refs:
-            trial = self.generate(seed)
+    def inputs_of(self, spec) -> Dict[str, Any]:
+        """The inputs of a timed iteration's spec (``fresh.expand``), generated here."""
+        return fresh.expand(self.builtin, self.workload, spec, self.device)
+
+    def sample_trial(self, spec) -> Trial:
+        key = fresh.key(spec)
+        if key not in self._sample_refs:
+            inputs = self.inputs_of(spec)
+            trial = Trial(inputs, normalize_outputs(self.builtin.reference(**inputs), self.definition.output_names))
             if self.builtin.checker != "topk_indices":  # only the indexer checker needs the inputs
                 trial = Trial({}, trial.expected)
-            self._sample_refs[seed] = trial
-        return self._sample_refs[seed]
+            self._sample_refs[key] = trial
+        return self._sample_refs[key]
 
     def scalars(self, trial: Trial) -> Dict[str, Any]:
         return {n: trial.inputs[n] for n, shape, _ in self.input_meta if shape is None}
@@ -155,7 +182,9 @@ class WorkloadContext:
 
     def roofline(self):
         if self._roofline is None:
-            self._roofline = self.builtin.roofline(self.trials[0].inputs, self.axes)
+            from kernelwright.definitions.base import RooflineWork
+
+            self._roofline = RooflineWork.mean([self.builtin.roofline(t.inputs, self.axes) for t in self.trials])
         return self._roofline
 
     def release(self) -> None:
@@ -192,6 +221,8 @@ def _trace(ctx: WorkloadContext, run: SolutionRun, status: EvaluationStatus, log
     gate = gate or GateReport()
     gate.split = ctx.cfg.split
     gate.warnings = list(dict.fromkeys(run.warnings + gate.warnings))
+    if ctx.cfg.split == "hidden" and status != EvaluationStatus.PASSED and guards.HIDDEN_SPLIT_FAILED not in gate.reasons:
+        gate.reasons.append(guards.HIDDEN_SPLIT_FAILED)
     evaluation = Evaluation(status=status, environment=environment(ctx.cfg.device), timestamp=_now(),
                             log=log[-5_000_000:], correctness=correctness, performance=performance, gate=gate)
     return Trace(definition=ctx.definition.name, workload=ctx.workload, solution=run.session.solution.name,
@@ -241,31 +272,114 @@ def _inputs_unchanged(ctx: WorkloadContext, buffers: List[torch.Tensor], trial: 
     return None
 
 
+class _Watch:
+    """What the gate saw across one evaluation's messages: replaced functions (TIMER_TAMPERED /
+    GATE_TAMPERED, decided at the end so that the trace still shows the honest latency),
+    protected files that changed (FILE_TAMPERED, at once), Triton launches and host ops (CPU
+    provenance), the persisting-L2 limit."""
+
+    def __init__(self, run: SolutionRun):
+        self.run = run
+        self.timer: List[str] = []
+        self.other: List[str] = []
+        self.files: List[str] = []
+        self.min_launches: Optional[int] = None
+        self.host_ops: Dict[str, List[float]] = {}
+        self.l2_limit = 0
+
+    def note(self, reply: Dict[str, Any]) -> None:
+        timer, other = integrity.split(list(reply.get("tampered") or []))
+        self.timer = list(dict.fromkeys(self.timer + timer))
+        self.other = list(dict.fromkeys(self.other + other))
+        self.files = list(dict.fromkeys(self.files + list(reply.get("files_changed") or [])))
+        launched = reply.get("launches")
+        if launched is not None:
+            self.min_launches = launched if self.min_launches is None else min(self.min_launches, launched)
+        for name, v in (reply.get("host_ops") or {}).items():
+            agg = self.host_ops.setdefault(name, [0, 0.0, 0])
+            for i in range(3):
+                agg[i] += v[i]
+        self.l2_limit = max(self.l2_limit, int(reply.get("l2_limit") or 0))
+
+    def request(self, msg: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+        reply = self.run.session.request(msg, timeout_s)
+        self.note(reply)
+        return reply
+
+    @property
+    def tampered(self) -> bool:
+        return bool(self.timer or self.other)
+
+    def finish(self, trace: Trace, measured: Optional[Performance] = None) -> Trace:
+        """Turn a trace into a TIMER_TAMPERED / GATE_TAMPERED rejection when functions were
+        replaced (the reason goes first; the measured latency, if any, into the notes)."""
+        if not self.tampered:
+            return trace
+        ev = trace.evaluation
+        gate = ev.gate or GateReport()
+        codes = ([guards.TIMER_TAMPERED] if self.timer else []) + ([guards.GATE_TAMPERED] if self.other else [])
+        gate.reasons = codes + [r for r in gate.reasons if r not in codes]
+        gate.notes = dict(gate.notes)
+        gate.notes["tampered"] = (self.timer + self.other)[:40]
+        perf = measured or ev.performance
+        if perf is not None:
+            gate.notes["measured_latency_ms"] = perf.latency_ms
+            gate.notes["measured_latency_samples_ms"] = perf.latency_samples_ms
+        message = f"replaced in the worker: {(self.timer + self.other)[:12]}\n"
+        if ev.status == EvaluationStatus.PASSED:
+            ev = Evaluation(status=EvaluationStatus.RUNTIME_ERROR, environment=ev.environment, timestamp=ev.timestamp,
+                            log=message + ev.log, gate=gate)
+        else:
+            ev = ev.model_copy(update={"gate": gate, "log": message + ev.log})
+        return trace.model_copy(update={"evaluation": ev})
+
+
 def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
     """Judge one solution on one workload.  Never raises for anything the solution does."""
+    watch = _Watch(run)
+    trace, measured = _evaluate(run, ctx, watch)
+    return watch.finish(trace, measured)
+
+
+def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     from kernelwright.gate.worker import poison
 
     cfg = ctx.cfg
     session = run.session
     if run.compile_failed is not None:
-        return _failed(ctx, run, run.compile_failed)
+        return _failed(ctx, run, run.compile_failed), None
     if not session.alive:
         reply = session.start() if session.proc is None else session.restart()
         if not reply.get("ok"):
             if reply.get("status") == "COMPILE_ERROR":
                 run.compile_failed = reply
-            return _failed(ctx, run, reply)
+            return _failed(ctx, run, reply), None
+    watch.note(session.load_reply)
     session.new_log()
     gate = GateReport(trials=cfg.trials)
-    nsets = max(2, cfg.buffer_sets)
-    nsamples = sum(len(p) for p in ctx.sample_plan) + len(ctx.graph_plan)
-    reply = session.request({"op": "alloc", "sets": nsets, "samples": max(nsamples, 1),
-                             "inputs": ctx.input_meta, "outputs": ctx.output_meta}, session.timeouts.alloc_s)
+    load = session.load_reply
+    if watch.files:
+        return _rejected(ctx, run, guards.FILE_TAMPERED, f"protected files changed while loading: {watch.files[:8]}", gate), None
+    if cfg.guards and load.get("py_threads", 0) > load.get("py_threads_before", 1 << 30):
+        return _rejected(ctx, run, guards.BACKGROUND_THREAD,
+                         f"importing the solution started {load['py_threads'] - load['py_threads_before']} Python "
+                         "thread(s): work can run outside the measured call", gate), None
+    nsets = ctx.nsets
+    nsamples = max([len(p) + r for p, r in zip(ctx.sample_plan, ctx.random_samples)]
+                   + [v + 1 for v in ctx.graph_plan.values()] + [1])
+    reply = watch.request({"op": "alloc", "sets": nsets, "samples": max(nsamples, 1),
+                           "inputs": ctx.input_meta, "outputs": ctx.output_meta}, session.timeouts.alloc_s)
     if not reply.get("ok"):
-        return _failed(ctx, run, reply, gate)
+        return _failed(ctx, run, reply, gate), None
     sets, samples = reply["sets"], reply["samples"]
-    load_threads = session.load_reply.get("threads", -1)
-    load_children = session.load_reply.get("children", 0)
+    load_threads = load.get("threads", -1)
+    load_children = load.get("children", 0)
+
+    def files_changed() -> Optional[Trace]:
+        if watch.files:
+            return _rejected(ctx, run, guards.FILE_TAMPERED,
+                             f"protected files changed during a call of the solution: {watch.files[:8]}", gate)
+        return None
 
     # 1. correctness on fresh inputs per trial
     worst = CheckResult(EvaluationStatus.PASSED)
@@ -274,25 +388,28 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
         _fill_inputs(ctx, sets[0]["inputs"], trial)
         poison(sets[0]["outputs"], 0)
         T.sync(ctx.device)
-        reply = session.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial)}, session.timeouts.call_s)
+        reply = watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial)}, session.timeouts.call_s)
+        bad = files_changed()
+        if bad:
+            return bad, None
         if not reply.get("ok"):
-            return _failed(ctx, run, reply, gate)
+            return _failed(ctx, run, reply, gate), None
         if first_call_threads is None:
             first_call_threads = reply.get("threads", -1)
-        if cfg.guards and (reply.get("py_threads", 0) > session.load_reply.get("py_threads", 1 << 30) or (
+        if cfg.guards and (reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or (
                 load_threads >= 0 and reply.get("threads", -1) - load_threads > 2)):
             return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                              f"threads still running after the call: {reply.get('threads')} native "
-                             f"(at load {load_threads}), {reply.get('py_threads')} Python", gate)
+                             f"(at load {load_threads}), {reply.get('py_threads')} Python", gate), None
         changed = _inputs_unchanged(ctx, sets[0]["inputs"], trial)
         if changed:
-            return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate)
+            return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate), None
         if cfg.guards and reply.get("children", 0) > load_children:
-            return _rejected(ctx, run, guards.CHILD_PROCESS, "child processes left running after the call", gate)
+            return _rejected(ctx, run, guards.CHILD_PROCESS, "child processes left running after the call", gate), None
         check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]), trial.expected,
                               ctx.builtin.tolerance, trial.inputs)
         if not check.passed:
-            return _rejected(ctx, run, check.reason or "TOLERANCE", f"trial {t}: {check.detail}", gate, check)
+            return _rejected(ctx, run, check.reason or "TOLERANCE", f"trial {t}: {check.detail}", gate, check), None
         worst.max_absolute_error = max(worst.max_absolute_error, check.max_absolute_error)
         worst.max_relative_error = max(worst.max_relative_error, check.max_relative_error)
         worst.matched_ratio = min(worst.matched_ratio, check.matched_ratio)
@@ -302,61 +419,107 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
             _fill_inputs(ctx, sets[1]["inputs"], trial)
             poison(sets[1]["outputs"], 1)
             T.sync(ctx.device)
-            reply = session.request({"op": "call", "set": 1, "scalars": ctx.scalars(trial), "churn": True},
-                                    session.timeouts.call_s)
+            reply = watch.request({"op": "call", "set": 1, "scalars": ctx.scalars(trial), "churn": True},
+                                  session.timeouts.call_s)
+            bad = files_changed()
+            if bad:
+                return bad, None
             if not reply.get("ok"):
-                return _failed(ctx, run, reply, gate)
+                return _failed(ctx, run, reply, gate), None
+            changed = _inputs_unchanged(ctx, sets[1]["inputs"], trial)
+            if changed:
+                return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate), None
             again = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[1]["outputs"]), trial.expected,
                                   ctx.builtin.tolerance, trial.inputs)
             if not again.passed:
                 return _rejected(ctx, run, guards.NONDETERMINISTIC,
-                                 f"a second run on the same inputs failed: {again.detail}", gate, again)
+                                 f"a second run on the same inputs failed: {again.detail}", gate, again), None
     correctness = Correctness(max_absolute_error=_nn(worst.max_absolute_error),
                               max_relative_error=_nn(worst.max_relative_error),
                               extra={"matched_ratio": worst.matched_ratio})
 
-    # 2. timing (fresh input contents every iteration, rotating buffers, sampled checks)
+    # 2. timing (fresh input contents every iteration, a twin, rotating buffers, sampled checks)
     latencies, walls, empties, graph_lat, ksum, kspan = [], [], [], [], [], []
     kernels: Dict[str, List[float]] = {}
+    launches: Dict[str, List[float]] = {}
     notes: Dict[str, Any] = {}
     for t in range(cfg.trials):
         for slot in samples:
             poison(slot, 0)
         T.sync(ctx.device)
-        seeds = ctx.timing_seeds[t] if cfg.guards else [ctx.timing_seeds[t][0]] * len(ctx.timing_seeds[t])
+        specs = ctx.timing_specs[t] if cfg.guards else [ctx.timing_seeds[t][0]] * len(ctx.timing_seeds[t])
         msg = {"op": "time", "definition": ctx.builtin.locator, "workload": ctx.workload.model_dump_json(),
-               "seeds": seeds, "warmup": cfg.warmup,
+               "seeds": specs, "warmup": cfg.warmup,
                "sample_slots": {str(k): v for k, v in ctx.sample_plan[t].items()},
+               "random_samples": ctx.random_samples[t],
+               "random_slots": [len(ctx.sample_plan[t]) + j for j in range(ctx.random_samples[t])],
                "graph_seeds": ctx.graph_seeds if t == 0 and cfg.graph_iterations else [],
                "graph_sample_slots": {str(k): v for k, v in ctx.graph_plan.items()},
                "cupti_iters": cfg.cupti_iterations if t == 0 else 0,
                "profile_kernels": t == 0}
-        reply = session.request(msg, session.timeouts.time_s)
+        reply = watch.request(msg, session.timeouts.time_s)
+        bad = files_changed()
+        if bad:
+            return bad, None
         if not reply.get("ok"):
-            return _failed(ctx, run, reply, gate)
+            return _failed(ctx, run, reply, gate), None
         s = reply["samples"]
-        for it, slot in ctx.sample_plan[t].items():
-            ref = ctx.sample_trial(seeds[it])
+        sampled = {int(k): int(v) for k, v in (reply.get("sampled") or {}).items()}
+        free = set(msg["random_slots"])
+        if cfg.guards and (len(sampled) != ctx.random_samples[t] or not set(sampled.values()) <= free
+                           or len(set(sampled.values())) != len(sampled)
+                           or any(i < cfg.warmup or i >= len(specs) or i in ctx.sample_plan[t] for i in sampled)):
+            return _rejected(ctx, run, guards.GATE_TAMPERED,
+                             f"the worker checked {sorted(sampled)} instead of {ctx.random_samples[t]} random "
+                             "timed iterations", gate), None
+        for it, slot in sorted({**ctx.sample_plan[t], **sampled}.items()):
+            ref = ctx.sample_trial(specs[it])
             check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, samples[slot]), ref.expected,
                                   ctx.builtin.tolerance, ref.inputs)
             if not check.passed:
+                twin = " (a twin of an earlier iteration: an output cache keyed on pointers/input values?)" \
+                    if it == ctx.twins[t] else ""
                 return _rejected(ctx, run, guards.STALE_OUTPUT,
-                                 f"timed iteration {it} of trial {t} returned a wrong output for its inputs "
-                                 f"({check.detail})", gate, check)
+                                 f"timed iteration {it} of trial {t} returned a wrong output for its inputs{twin} "
+                                 f"({check.detail})", gate, check), None
         if cfg.guards:
-            if reply.get("py_threads", 0) > session.load_reply.get("py_threads", 1 << 30) or (
+            for key_, spec in (reply.get("last_specs") or {}).items():
+                expected = ctx.inputs_of(spec)
+                it = iter(sets[int(key_)]["inputs"])
+                for name, shape, _ in ctx.input_meta:
+                    if shape is not None and not guards.bitwise_equal(next(it), expected[name]):
+                        return _rejected(ctx, run, guards.INPUT_MUTATED,
+                                         f"input {name!r} was modified during the timed iterations", gate), None
+            if reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or (
                     reply["threads_after"] > reply["threads_before"] >= 0):
                 return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                                  f"threads: at load {load_threads}, after the first call {first_call_threads}, "
-                                 f"timed loop {reply['threads_before']} -> {reply['threads_after']}", gate)
+                                 f"timed loop {reply['threads_before']} -> {reply['threads_after']}", gate), None
             if reply["children_after"] > load_children:
-                return _rejected(ctx, run, guards.CHILD_PROCESS, "child processes left running", gate)
+                return _rejected(ctx, run, guards.CHILD_PROCESS, "child processes left running", gate), None
         lat = s["latency_ms"]
         if not lat or any((not math.isfinite(x)) or x <= 0 for x in lat):
-            return _rejected(ctx, run, guards.TIMER_INCONSISTENT, f"impossible latencies reported: {lat[:5]}", gate)
-        if sum(lat) / 1e3 > reply.get("parent_wall_s", math.inf) * 1.01:
+            return _rejected(ctx, run, guards.TIMER_INCONSISTENT, f"impossible latencies reported: {lat[:5]}", gate), None
+        parent_wall = reply.get("parent_wall_s", math.inf)
+        if sum(lat) / 1e3 > parent_wall * 1.01:
             return _rejected(ctx, run, guards.TIMER_INCONSISTENT,
-                             "reported latencies exceed the parent's wall clock for the timing phase", gate)
+                             "reported latencies exceed the parent's wall clock for the timing phase", gate), None
+        op_wall = reply.get("op_wall_s")
+        if cfg.guards and op_wall is not None and math.isfinite(parent_wall) and op_wall < 0.5 * parent_wall - 0.25:
+            return _rejected(ctx, run, guards.TIMER_INCONSISTENT,
+                             f"the worker's clock saw {op_wall:.3f} s for a timing phase the parent saw take "
+                             f"{parent_wall:.3f} s", gate), None
+        if s.get("wall_ms") and statistics.median(lat) > 1.05 * statistics.median(s["wall_ms"]) + 0.05:
+            return _rejected(ctx, run, guards.TIMER_INCONSISTENT,
+                             "event latencies exceed the wall-clock span they were recorded in", gate), None
+        if s.get("min_launches") is not None:
+            watch.note({"launches": s["min_launches"]})
+        for name, v in (s.get("host_ops") or {}).items():
+            watch.note({"host_ops": {name: v}})
+        for name, (count, total) in (s.get("launches") or {}).items():
+            agg = launches.setdefault(name, [0, 0.0])
+            agg[0] += count
+            agg[1] += total
         latencies.append(statistics.median(lat))
         walls.append(statistics.median(s["wall_ms"]))
         if s.get("empty_wall_ms"):
@@ -385,23 +548,6 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
             agg[1] += total
 
     latency = float(statistics.mean(latencies))
-    if ctx.device.type == "cuda" and cfg.guards and empties:
-        excess = statistics.mean(walls) - statistics.mean(empties)
-        if excess > 2.0 * latency + 0.05:
-            return _rejected(ctx, run, guards.UNMEASURED_WORK,
-                             f"device-synchronised wall clock {excess:.3f} ms vs events {latency:.3f} ms: "
-                             "work ran outside the measured span (another stream?)", gate)
-        if kspan and kspan[0] > 3.0 * latency + 0.1:
-            return _rejected(ctx, run, guards.UNMEASURED_WORK,
-                             f"CUPTI span {kspan[0]:.3f} ms over all streams vs events {latency:.3f} ms", gate)
-
-    gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]), origin=guards.classify_kernel(n))
-                    for n, v in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:30]]
-    if cfg.guards and run.requires_kernel and ctx.builtin.requires_kernel:
-        reason, message = guards.provenance_verdict(kernels, cpu_ops=ctx.device.type == "cpu")
-        if reason is not None and (kernels or ctx.device.type == "cuda"):
-            return _rejected(ctx, run, reason, message, gate)
-
     ref_ms = ctx.reference_latency_ms()
     perf = Performance(latency_ms=latency, reference_latency_ms=ref_ms, speedup_factor=ref_ms / latency,
                        graph_latency_ms=float(statistics.mean(graph_lat)) if graph_lat else None,
@@ -410,6 +556,31 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
                        timing_method=("cuda-events, device idle before start, cold L2, median/trial, mean over trials"
                                       if ctx.device.type == "cuda" else "perf_counter (CPU), median/trial, mean over trials"),
                        latency_samples_ms=[round(x, 6) for x in latencies])
+    if ctx.device.type == "cuda" and cfg.guards and empties:
+        excess = statistics.mean(walls) - statistics.mean(empties)
+        if excess > 2.0 * latency + 0.05:
+            return _rejected(ctx, run, guards.UNMEASURED_WORK,
+                             f"device-synchronised wall clock {excess:.3f} ms vs events {latency:.3f} ms: "
+                             "work ran outside the measured span (another stream?)", gate), perf
+        if kspan and kspan[0] > 3.0 * latency + 0.1:
+            return _rejected(ctx, run, guards.UNMEASURED_WORK,
+                             f"CUPTI span {kspan[0]:.3f} ms over all streams vs events {latency:.3f} ms", gate), perf
+
+    own = guards.own_kernel_names({src.path: src.content for src in session.solution.sources})
+    gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]), origin=guards.classify_kernel(n, own))
+                    for n, v in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:30]]
+    if cfg.guards and run.requires_kernel and ctx.builtin.requires_kernel:
+        if load.get("counts_launches"):
+            out_elements = sum(math.prod(shape) for _, shape, _ in ctx.output_meta)
+            reason, message = guards.cpu_provenance_verdict(launches, watch.host_ops, out_elements,
+                                                            watch.min_launches if watch.min_launches is not None else 0)
+            if reason is not None:
+                return _rejected(ctx, run, reason, message, gate), perf
+        else:
+            reason, message = guards.provenance_verdict(kernels, cpu_ops=ctx.device.type == "cpu", own_names=own)
+            if reason is not None and (kernels or ctx.device.type == "cuda"):
+                return _rejected(ctx, run, reason, message, gate), perf
+
     ceilings = load_ceilings(ctx.device)
     if ceilings is not None:
         work = ctx.roofline()
@@ -424,9 +595,14 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
             gate.reasons.append(guards.BELOW_ROOFLINE)
             notes["suspicious"] = (f"{latency * 1e3:.1f} us is below the physical floor "
                                    f"{work.floor_s(ceilings['peak']) * 1e6:.1f} us at the device's peak")
+    if watch.l2_limit > 0:
+        gate.suspicious = True
+        gate.reasons.append(guards.L2_PERSISTENCE)
+        notes["l2_persistence"] = (f"the solution set a persisting-L2 limit of {watch.l2_limit} bytes; the gate "
+                                   "resets persisting lines and the limit before every timed iteration")
     gate.notes = notes
     return _trace(ctx, run, EvaluationStatus.PASSED, log=session.new_log(), correctness=correctness,
-                  performance=perf, gate=gate)
+                  performance=perf, gate=gate), perf
 
 
 def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:

@@ -33,8 +33,49 @@ BELOW_ROOFLINE = "BELOW_ROOFLINE"            # faster than the physical floor: S
 TIMER_INCONSISTENT = "TIMER_INCONSISTENT"    # reported timings impossible next to the parent's wall clock
 NONDETERMINISTIC = "NONDETERMINISTIC"        # two runs on the same inputs disagree beyond tolerance
 HIDDEN_SPLIT_FAILED = "HIDDEN_SPLIT_FAILED"  # fails on held-out workloads
+TIMER_TAMPERED = "TIMER_TAMPERED"            # the solution replaced a clock/event/sync function in its process
+GATE_TAMPERED = "GATE_TAMPERED"              # the solution replaced gate/harness/IPC functions in its process
+FILE_TAMPERED = "FILE_TAMPERED"              # a protected file (gate sources, results, cache) changed during a call
+L2_PERSISTENCE = "L2_PERSISTENCE"            # the solution enabled persisting L2 lines: SUSPICIOUS
 WORKER_CRASHED = "WORKER_CRASHED"
 EXCEPTION = "EXCEPTION"
+TIMEOUT = "TIMEOUT"
+
+# every code a trace can carry, with one line each (docs/gate.md has the long form)
+REASONS = {
+    NON_FINITE: "NaN/inf in an output (an unwritten, poisoned element or an overflow)",
+    TOLERANCE: "outside atol/rtol/required matched ratio",
+    "INVALID_INDEX": "indexer: an index outside its row's pages / beyond seq_len, or < -1",
+    "DUPLICATE_INDEX": "indexer: the same token id twice in a row",
+    "SHAPE": "output shape differs from the definition",
+    "DTYPE": "output dtype differs from the definition",
+    "MISSING_OUTPUT": "an output is missing",
+    "OUTPUT_COUNT": "a value-returning solution returned the wrong number of outputs",
+    STALE_OUTPUT: "a sampled timed iteration's output is wrong for that iteration's inputs",
+    GRAPH_STALE_OUTPUT: "a CUDA-graph replay's output is wrong for the replayed inputs",
+    INPUT_MUTATED: "an input changed (or was rebound to other storage) during a call",
+    OUTPUT_NOT_TENSOR: "a returned output is not a plain strided torch.Tensor (subclass, wrapper, sparse, nested)",
+    OUTPUT_WRONG_DEVICE: "a returned output lives on another device",
+    OUTPUT_ALIASES_INPUT: "a returned output shares storage with an input",
+    OUTPUT_REUSED: "a returned output is the storage returned by the previous call",
+    BACKGROUND_THREAD: "threads started at import or left running after a call",
+    CHILD_PROCESS: "child processes left running after a call",
+    UNMEASURED_WORK: "device work outside the measured span (side stream): wall clock or CUPTI span >> events",
+    NO_KERNELS: "the timed call ran none of the solution's own kernels",
+    VENDOR_KERNELS: "most of the work ran in vendor-library / aten kernels",
+    BELOW_ROOFLINE: "faster than the physical floor at the device's peak: SUSPICIOUS",
+    L2_PERSISTENCE: "the solution enabled persisting L2 lines: SUSPICIOUS",
+    TIMER_INCONSISTENT: "reported timings impossible next to the parent's wall clock",
+    TIMER_TAMPERED: "a clock, CUDA event or synchronisation function was replaced in the worker",
+    GATE_TAMPERED: "a gate, harness, IPC or builtin function was replaced in the worker",
+    FILE_TAMPERED: "a protected file (gate/definition sources, results folder, kernelwright cache) changed",
+    NONDETERMINISTIC: "a second run on the same inputs (other poison, churned allocator) disagrees",
+    HIDDEN_SPLIT_FAILED: "fails on the held-out (hidden) workloads",
+    WORKER_CRASHED: "the worker process died",
+    EXCEPTION: "the solution raised",
+    TIMEOUT: "no reply within the time limit",
+    "BUILD_FAILED": "the solution did not import/compile",
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +109,13 @@ _PATTERNS = [
      "touches timers or synchronisation"),
     (r"\bdata_ptr\s*\(\)|\bid\s*\(", "IDENTITY_KEYS", "uses tensor addresses or object ids (cache keys?)"),
     (r"\bglobal\s+\w+|_cache\b|lru_cache|functools\.cache", "MODULE_STATE", "module-level state or caches"),
+    (r"^\s*(torch|time|statistics|threading|builtins|multiprocessing|kernelwright)(\.\w+)+\s*=[^=]|\bsetattr\s*\(|"
+     r"\.__code__\s*=|\bsys\s*\.\s*modules\b", "MONKEYPATCH",
+     "rebinds attributes of torch/time/stdlib/gate modules (timer or harness patching?)"),
+    (r"\bcudaStreamSetAttribute\b|\bcudaDeviceSetLimit\b", "CUDA_RUNTIME_CONTROL",
+     "changes CUDA stream attributes or device limits"),
+    (r"\b__import__\s*\(|\bimportlib\b|\bexec\s*\(|\beval\s*\(|\bcompile\s*\(", "DYNAMIC_CODE",
+     "dynamic imports or code execution (hides what the solution runs)"),
 ]
 
 
@@ -85,7 +133,7 @@ def static_scan(sources: Mapping[str, str]) -> List[ScanFinding]:
                 continue
             if code in findings:
                 continue
-            m = re.search(pattern, code_only)
+            m = re.search(pattern, code_only, re.M)
             if m:
                 line = code_only[: m.start()].count("\n") + 1
                 findings[code] = ScanFinding(code, f"{path}:{line}: {message}")
@@ -176,13 +224,57 @@ _VENDOR = re.compile(r"cublas|nvjet|xmma|cudnn|cutlass|flash_fwd|flash_bwd|fmha|
 _TORCH = re.compile(r"^aten::|at::|at_cuda_detail|c10::|elementwise_kernel|reduce_kernel|index_elementwise|"
                     r"vectorized_|unrolled_elementwise|cunn_|radixSort|gatherTopK|sort_|scatter_gather|"
                     r"CatArrayBatchedCopy|indexSelect|fill_kernel|copy_kernel", re.I)
-_TORCH_CPU_COMPUTE = re.compile(r"^aten::(mm|bmm|matmul|addmm|baddbmm|linear|_scaled_mm|einsum|topk|sort|"
+_TORCH_CPU_COMPUTE = re.compile(r"^(?:aten|torch)::(mm|bmm|matmul|addmm|baddbmm|linear|_scaled_mm|einsum|topk|sort|"
                                 r"softmax|_softmax|log_softmax|logsumexp|sigmoid|exp|relu|index_add_|"
-                                r"scaled_dot_product_attention|_scaled_dot_product\w*|conv\w*)$")
+                                r"scaled_dot_product_attention|_scaled_dot_product\w*|conv\w*|rms_norm|_fused_rms_norm|layer_norm|"
+                                r"native_layer_norm|group_norm|batch_norm|argsort|silu|gelu|softplus|embedding|"
+                                r"multi_head_attention_forward)$")
 
 
-def classify_kernel(name: str) -> str:
-    """'vendor' (cuBLAS/cuDNN/CUTLASS/library kernels), 'torch' (aten glue) or 'solution'."""
+# ops a solution's host code may run around its kernels on CPU without doing the work itself:
+# allocation, copies and casts, views/indexing, metadata, scalars
+_CPU_GLUE = re.compile(
+    r"^(?:aten|torch)::(empty\w*|new_\w+|zeros\w*|ones\w*|full\w*|fill_|zero_|copy_|clone|contiguous|_to_copy|to|"
+    r"_copy_from\w*|lift\w*|detach\w*|alias|view\w*|_unsafe_view|reshape|_reshape\w*|as_strided\w*|"
+    r"expand\w*|permute|transpose\w*|t|t_|squeeze\w*|unsqueeze\w*|select|slice|narrow|split\w*|chunk|"
+    r"unbind|flatten|unflatten|movedim|set_|resize_\w*|_local_scalar_dense|item|is_nonzero|"
+    r"arange|cat|stack|index_select|_has_compatible_shallow_copy_type|record_stream|"
+    r"sym_\w+|size|stride|numel|dim|is_contiguous|storage_offset|_nested\w*|unfold|diagonal|"
+    r"real|imag|conj\w*|_conj|_neg_view|resolve_\w+|"
+    r"float|half|bfloat16|double|int|long|short|bool|byte|char|type|type_as|cpu|cuda|"
+    r"getitem|setitem|len|iter|index|format|repr|hash|"
+    r"data_ptr|untyped_storage|element_size|nbytes|itemsize|get_device|tolist|"
+    r"requires_grad_|dim_order|storage|is_\w+|\w*__get__|\w*__set__|"
+    r"new_tensor|tensor|as_tensor|from_numpy|numpy)$")
+
+
+def op_name(func) -> str:
+    """A torch function's or tensor method's name without dunder underscores (``__mul__`` ->
+    ``mul``, ``__rmatmul__`` -> ``matmul``, a property getter -> ``<owner>__get__``)."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__":
+        owner = getattr(func, "__self__", None)
+        name = (getattr(owner, "__name__", "") or "attr") + "__get__"
+    if name.startswith("__") and name.endswith("__") and len(name) > 4:
+        name = name[2:-2]
+        if name[:1] in ("r", "i") and name[1:] in ("add", "sub", "mul", "truediv", "floordiv", "matmul",
+                                                   "pow", "mod", "and", "or", "xor"):
+            name = name[1:]
+    return name
+
+
+def classify_kernel(name: str, own_names=None) -> str:
+    """'solution' (one of the solution's own kernels), 'vendor' (cuBLAS/cuDNN/CUTLASS/library
+    kernels) or 'torch' (aten kernels).  ``own_names``: the kernel names declared in the
+    solution's sources (``own_kernel_names``); a kernel whose name contains one of them as an
+    identifier is the solution's even if the name also looks like a vendor's (e.g. ``gemv``)."""
+    if own_names and any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", name)
+                         for n in own_names):
+        return "solution"
+    if name.startswith("triton::"):
+        return "solution"
+    if name.startswith("torch::"):
+        return "torch"
     if _VENDOR.search(name):
         return "vendor"
     if _TORCH.search(name):
@@ -190,13 +282,62 @@ def classify_kernel(name: str) -> str:
     return "solution"
 
 
-def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False):
+_GLOBAL_FN = re.compile(r"__global__\s+(?:[\w:<>,\s\*]+?\s+)?([A-Za-z_]\w*)\s*\(")
+
+
+def own_kernel_names(sources: Mapping[str, str]) -> List[str]:
+    """Kernel names a solution declares: Python functions decorated with ``triton.jit`` /
+    ``autotune`` / ``heuristics`` (or any decorator naming ``jit``), and CUDA ``__global__``
+    functions; used to attribute profiled kernels to the solution."""
+    names = set()
+    for path, text in sources.items():
+        if path.endswith(".py"):
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        re.search(r"jit|autotune|heuristics", ast.unparse(d)) for d in node.decorator_list):
+                    names.add(node.name)
+        else:
+            names.update(_GLOBAL_FN.findall(re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", text)))
+    return sorted(n for n in names if len(n) >= 3)
+
+
+def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mapping[str, List[float]],
+                           output_elements: int, min_launches: int = 1):
+    """(reason or None, message) for a Triton solution evaluated on CPU (interpreter).
+
+    ``launches``: Triton kernel launches of the observed calls ({name: [count, us]});
+    ``host_ops``: aten ops the solution's host code ran OUTSIDE its Triton launches
+    ({"aten::op": [count, us, elements]}); ``min_launches``: the fewest launches of any
+    correctness or timed call.  A call without a Triton launch -> NO_KERNELS; a torch compute
+    op (matmul, topk, softmax, ...) or non-glue aten ops touching at least half as many
+    elements as the outputs -> VENDOR_KERNELS (the host does the work, the kernel is a decoy).
+    """
+    if min_launches <= 0 or not launches:
+        return NO_KERNELS, (f"a call launched no Triton kernel (fewest launches in one call: {min_launches}); "
+                            f"host ops: {sorted(host_ops)[:6]}")
+    heavy = sorted(n for n in host_ops if _TORCH_CPU_COMPUTE.match(n))
+    if heavy:
+        return VENDOR_KERNELS, f"the call runs torch compute ops {heavy[:5]} instead of its own kernels"
+    compute = {n: v for n, v in host_ops.items() if not _CPU_GLUE.match(n)}
+    touched = sum(v[2] for v in compute.values() if len(v) > 2)
+    if compute and touched >= 0.5 * max(1, output_elements):
+        top = sorted(compute, key=lambda n: -compute[n][2])[:5]
+        return VENDOR_KERNELS, (f"host torch ops outside the Triton kernels touch {int(touched)} elements "
+                                f"(outputs: {output_elements}): {top}")
+    return None, ""
+
+
+def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False, own_names=None):
     """(reason or None, message) from {name: [count, total_us]} of the timed call.
 
     GPU: no solution kernel -> NO_KERNELS; more than half the kernel time in vendor or aten
     kernels -> VENDOR_KERNELS.  CPU (``cpu_ops``: torch-profiler op names of one call): any aten
     compute op (matmul, topk, softmax, ...) -> VENDOR_KERNELS, since an interpreted Triton kernel
-    runs no aten compute op.
+    runs no aten compute op (the Triton-aware CPU rule is ``cpu_provenance_verdict``).
     """
     if cpu_ops:
         used = sorted(n for n in kernels if _TORCH_CPU_COMPUTE.match(n))
@@ -204,12 +345,60 @@ def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False
             return VENDOR_KERNELS, f"the call runs torch compute ops {used[:5]} instead of its own kernels"
         return None, ""
     total = sum(v[1] for v in kernels.values())
-    own = {n: v for n, v in kernels.items() if classify_kernel(n) == "solution"}
+    own = {n: v for n, v in kernels.items() if classify_kernel(n, own_names) == "solution"}
     if not own:
         names = sorted(kernels)[:4]
         return NO_KERNELS, f"no kernel of the solution's own ran in the timed call (saw {names})"
     foreign = total - sum(v[1] for v in own.values())
     if total > 0 and foreign > 0.5 * total:
-        top = sorted(((v[1], n) for n, v in kernels.items() if classify_kernel(n) != "solution"), reverse=True)[:3]
+        top = sorted(((v[1], n) for n, v in kernels.items() if classify_kernel(n, own_names) != "solution"),
+                     reverse=True)[:3]
         return VENDOR_KERNELS, f"{100 * foreign / total:.0f}% of kernel time in vendor/aten kernels: {[n for _, n in top]}"
     return None, ""
+
+
+# -- protected files -------------------------------------------------------------------------
+def protected_roots(out_dir=None) -> List[str]:
+    """What no solution may change: the sources that make verdicts (gate, definitions with their
+    references and tolerances, input synthesis, trace model), the kernelwright cache (device
+    ceilings, hidden salt) and, when given, the run's results folder."""
+    import kernelwright
+    from kernelwright.gate.device_info import cache_dir
+
+    pkg = os.path.dirname(os.path.abspath(kernelwright.__file__))
+    roots = [os.path.join(pkg, d) for d in ("gate", "definitions", "inputs", "trace")]
+    roots.append(str(cache_dir()))
+    if out_dir is not None:
+        roots.append(os.path.abspath(str(out_dir)))
+    return roots
+
+
+def snapshot_files(roots, exclude=()) -> Dict[str, tuple]:
+    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots``.  ctime cannot
+    be set from user space, so an edit that restores the mtime still shows."""
+    found: Dict[str, tuple] = {}
+    skip = {os.path.abspath(e) for e in exclude}
+    for root in roots:
+        if not os.path.exists(root):
+            found[root] = ("absent",)
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            st = os.lstat(dirpath)
+            found[dirpath + os.sep] = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                if path in skip:
+                    continue
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                found[path] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return found
+
+
+def changed_files(before: Mapping[str, tuple], after: Mapping[str, tuple]) -> List[str]:
+    """Paths added, removed or modified between two snapshots (directories: entries added or
+    removed, shown with a trailing separator)."""
+    paths = set(before) | set(after)
+    return sorted(p for p in paths if before.get(p) != after.get(p))

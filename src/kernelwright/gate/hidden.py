@@ -25,3 +25,21 @@ def hidden_salt() -> str:
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_hex(32))
     return path.read_text().strip()
+
+
+def held_out_workloads(builtin, salt: str, keep=None):
+    """The definition's hidden workloads for ``salt`` without any whose axis values equal a public
+    (or quick) workload's: a held-out shape that happens to be public proves nothing.
+    ``keep``: an optional predicate on the workload's axis values (e.g. a size cap for CPU)."""
+    seen = set()
+    for w in list(builtin.public_workloads()) + list(builtin.quick_workloads()):
+        seen.add(tuple(sorted(builtin.definition.axis_values(w.axes).items())))
+    out = []
+    for w in builtin.hidden_workloads(salt):
+        axes = builtin.definition.axis_values(w.axes)
+        key = tuple(sorted(axes.items()))
+        if key in seen or (keep is not None and not keep(axes)):
+            continue
+        seen.add(key)
+        out.append(w)
+    return out

@@ -4,21 +4,30 @@
 with a timeout.  A worker that does not answer in time is killed (TIMEOUT); one that dies
 (e.g. an illegal memory access, a segfault, ``os._exit``) is reported as RUNTIME_ERROR with
 the tail of its log; either way the session can be restarted for the next workload.
+
+Around every message the session snapshots the protected files (``guards.protected_roots``:
+the gate's and the definitions' sources, the kernelwright cache, the results folder) and
+reports any change as ``files_changed`` in the reply (FILE_TAMPERED).  The worker is started
+without ``KERNELWRIGHT_HIDDEN_SALT`` in its environment.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch.multiprocessing as tmp
 
 from kernelwright.gate import guards
 from kernelwright.trace import Solution
+
+
+_SPAWN_LOCK = threading.Lock()
 
 
 @dataclass
@@ -34,13 +43,18 @@ class Timeouts:
 
 class WorkerSession:
     def __init__(self, solution: Solution, device: str, timeouts: Optional[Timeouts] = None,
-                 trusted: bool = False, prepare: Optional[str] = None, log_dir: Optional[Path] = None):
+                 trusted: bool = False, prepare: Optional[str] = None, log_dir: Optional[Path] = None,
+                 protect: Optional[List[str]] = None):
         self.solution = solution
         self.device = device
         self.timeouts = timeouts or Timeouts()
         self.trusted = trusted
         self.prepare = prepare
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="kw-logs-"))
+        if protect is None:
+            protect = guards.protected_roots(self.log_dir.parent if log_dir else None)
+        self.protect = list(protect)
+        self._logs: List[str] = []
         self.proc = None
         self.conn = None
         self.load_reply: Dict[str, Any] = {}
@@ -63,9 +77,16 @@ class WorkerSession:
         parent, child = ctx.Pipe()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._log_path = str(self.log_dir / f"{self.solution.name}.worker{self.restarts}.log")
+        self._logs.append(os.path.abspath(self._log_path))
         self._log_offset = 0
         self.proc = ctx.Process(target=worker.main, args=(child, self.device, self._log_path), daemon=True)
-        self.proc.start()
+        with _SPAWN_LOCK:   # the worker must not inherit the hidden salt
+            hidden = os.environ.pop("KERNELWRIGHT_HIDDEN_SALT", None)
+            try:
+                self.proc.start()
+            finally:
+                if hidden is not None:
+                    os.environ["KERNELWRIGHT_HIDDEN_SALT"] = hidden
         child.close()
         self.conn = parent
         ready = self._wait(self.timeouts.start_s)
@@ -105,13 +126,19 @@ class WorkerSession:
         if not self.alive:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
+        before = guards.snapshot_files(self.protect, self._logs) if self.protect else None
         started = time.perf_counter()
         try:
             self.conn.send(msg)
         except (OSError, EOFError, BrokenPipeError) as exc:
             return self._crashed(f"send failed: {exc}")
         reply = self._wait(timeout_s)
-        reply.setdefault("parent_wall_s", time.perf_counter() - started)
+        reply["parent_wall_s"] = time.perf_counter() - started
+        reply.pop("files_changed", None)
+        if before is not None:
+            changed = guards.changed_files(before, guards.snapshot_files(self.protect, self._logs))
+            if changed:
+                reply["files_changed"] = changed
         return reply
 
     def _wait(self, timeout_s: float) -> Dict[str, Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
 import torch
 
@@ -34,6 +34,77 @@ if _HAS_CUDA_BUILD:
     _current_stream = torch.cuda.current_stream
 else:  # CPU-only torch build
     _EventBase = _event_new = _event_record = _event_elapsed = _cuda_sync = _current_stream = None
+
+
+def _noop(*_args) -> None:
+    return None
+
+
+class Primitives(NamedTuple):
+    """The clocks and event functions one worker uses, taken at import: C-level functions
+    (``time.perf_counter``, ``cudaDeviceSynchronize``, the event type's own methods) that no
+    Python patch can change in place.  ``stream`` is the harness's stream, fixed once (a solution
+    that switches the current stream for good does not move the timer)."""
+
+    now: Callable[[], float]
+    sync: Callable[[], None]
+    event_new: Optional[Callable]
+    event_record: Optional[Callable]
+    event_elapsed: Optional[Callable]
+    stream: object
+
+
+def primitives(device: torch.device) -> Primitives:
+    if device.type == "cuda":
+        return Primitives(_perf_counter, _cuda_sync, _event_new, _event_record, _event_elapsed,
+                          torch.cuda.current_stream(device))
+    return Primitives(_perf_counter, _noop, None, None, None, None)
+
+
+def persisting_l2_limit() -> Optional[int]:
+    """The device's persisting-L2 limit in bytes (cudaLimitPersistingL2CacheSize); None when it
+    cannot be read (no CUDA, neither cuda-python nor libcudart found)."""
+    try:
+        from cuda.bindings import runtime as rt  # cuda-python
+
+        err, value = rt.cudaDeviceGetLimit(rt.cudaLimit.cudaLimitPersistingL2CacheSize)
+        return int(value) if int(err) == 0 else None
+    except Exception:
+        pass
+    lib = _cudart()
+    if lib is None:
+        return None
+    import ctypes
+
+    value = ctypes.c_size_t(0)
+    if lib.cudaDeviceGetLimit(ctypes.byref(value), 0x06) != 0:  # cudaLimitPersistingL2CacheSize
+        return None
+    return int(value.value)
+
+
+_CUDART = []
+
+
+def _cudart():
+    """The CUDA runtime library torch loaded (ctypes), or None."""
+    if _CUDART:
+        return _CUDART[0]
+    lib = None
+    try:
+        import ctypes
+
+        with open("/proc/self/maps") as fh:
+            paths = sorted({line.split()[-1] for line in fh if "libcudart.so" in line})
+        for path in paths + ["libcudart.so", "libcudart.so.12", "libcudart.so.13"]:
+            try:
+                lib = ctypes.CDLL(path)
+                break
+            except OSError:
+                continue
+    except Exception:
+        lib = None
+    _CUDART.append(lib)
+    return lib
 
 
 def sync(device: torch.device) -> None:
@@ -82,15 +153,27 @@ class L2Flusher:
 def _persisting_l2_resetter() -> Optional[Callable[[], None]]:
     try:
         from cuda.bindings import runtime as rt  # cuda-python
-    except Exception:
-        return None
-    reset = rt.cudaCtxResetPersistingL2Cache
-    set_limit = rt.cudaDeviceSetLimit
-    limit = rt.cudaLimit.cudaLimitPersistingL2CacheSize
 
-    def _reset() -> None:
-        set_limit(limit, 0)
-        reset()
+        reset = rt.cudaCtxResetPersistingL2Cache
+        set_limit = rt.cudaDeviceSetLimit
+        limit = rt.cudaLimit.cudaLimitPersistingL2CacheSize
+
+        def _reset() -> None:
+            set_limit(limit, 0)
+            reset()
+    except Exception:
+        lib = _cudart()
+        if lib is None:
+            return None
+        import ctypes
+
+        lib.cudaDeviceSetLimit.argtypes = [ctypes.c_int, ctypes.c_size_t]
+        ctx_reset = lib.cudaCtxResetPersistingL2Cache
+        dev_set_limit = lib.cudaDeviceSetLimit
+
+        def _reset() -> None:
+            dev_set_limit(0x06, 0)   # cudaLimitPersistingL2CacheSize
+            ctx_reset()
 
     try:
         _reset()
@@ -185,6 +268,9 @@ class TimingSamples:
     kernels: Dict[str, List[float]] = field(default_factory=dict)  # name -> [count, total_us]
     empty_wall_ms: List[float] = field(default_factory=list)
     cupti_error: Optional[str] = None
+    launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
+    host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}
+    min_launches: Optional[int] = None   # CPU: fewest Triton launches in one timed call (None: not counted)
 
 
 def median(values: List[float]) -> Optional[float]:

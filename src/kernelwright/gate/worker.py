@@ -6,7 +6,14 @@ parent (CUDA IPC / shared memory), so no memory of the parent's is mapped into t
 Timing primitives are bound at import (``kernelwright.gate.timing``), before solution code runs,
 and raw samples go back to the parent, which computes every statistic.
 
-Messages are dicts with an ``op``: ``load``, ``alloc``, ``call``, ``time``, ``exit``.
+Messages are dicts with an ``op``: ``load``, ``alloc``, ``call``, ``time``, ``ping``, ``exit``.
+
+Against a solution that patches things in its own process: the message loop (``serve``) binds
+the pipe's send/recv, the op handlers and the timing primitives as locals before the solution
+is imported, so replacing ``Connection.send``, ``Harness.op_time``, ``time.perf_counter``,
+``torch.cuda.Event.elapsed_time``, ``torch.cuda.synchronize`` or ``kernelwright.gate.timing``
+functions changes no measurement; every reply also lists what was replaced
+(``integrity.changed``), which the parent turns into TIMER_TAMPERED / GATE_TAMPERED.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from kernelwright.gate import guards
+from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
+from kernelwright.gate.device_info import resolve_device
 
+_urandom = os.urandom      # bound at import: which timed iterations are checked is drawn after each call
 FLOAT_POISON = (float("nan"), 7777.0)
 INT_POISON = (-(2**31 - 1), 0)
 
@@ -47,11 +56,81 @@ class SolutionError(Exception):
         self.status, self.reason = status, reason
 
 
+class LaunchCounter:
+    """Counts Triton kernel launches of the interpreter (CPU) and keeps the solution's host-side
+    aten ops apart from the interpreter's own (``inside`` is set while a kernel runs)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.inside = 0
+        self.by_name: Dict[str, List[float]] = {}
+
+    def install(self) -> bool:
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+        except Exception:
+            return False
+        original = InterpretedFunction.run
+        counter = self
+        clock = T.now_s
+
+        def run(fn_self, *args, grid, warmup, **kwargs):
+            if warmup:
+                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            counter.inside += 1
+            t0 = clock()
+            try:
+                result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                counter.inside -= 1
+            agg = counter.by_name.setdefault("triton::" + getattr(fn_self, "__name__", "?"), [0, 0.0])
+            agg[0] += 1
+            agg[1] += (clock() - t0) * 1e6
+            counter.total += 1
+            return result
+
+        InterpretedFunction.run = run
+        return True
+
+
+class HostOpRecorder:
+    """A TorchFunctionMode that records the torch functions and tensor methods the solution's
+    host code calls outside its Triton launches: {"torch::op": [count, us, elements touched]}.
+    (A TorchFunctionMode, not a dispatch mode or the profiler: those import torch._dynamo, five
+    seconds per worker, and replace ``torch.manual_seed`` on the way.)"""
+
+    def __new__(cls, counter: LaunchCounter, ops: Dict[str, List[float]]):
+        from torch.overrides import TorchFunctionMode
+
+        clock = T.now_s
+
+        class _Recorder(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if counter.inside:
+                    return func(*args, **kwargs)
+                t0 = clock()
+                out = func(*args, **kwargs)
+                us = (clock() - t0) * 1e6
+                elements = 0
+                for a in list(args) + list(kwargs.values()) + [out]:
+                    for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                        if isinstance(t, torch.Tensor):
+                            elements = max(elements, t.numel())
+                name = "torch::" + guards.op_name(func)
+                agg = ops.setdefault(name, [0, 0.0, 0])
+                agg[0] += 1
+                agg[1] += us
+                agg[2] += elements
+                return out
+
+        return _Recorder()
+
+
 class Harness:
     def __init__(self, conn, device: str):
-        self._send = conn.send          # bound now: a later patch of Connection.send changes nothing
-        self._recv = conn.recv
-        self.device = torch.device(device)
+        self._conn = conn
+        self.device = resolve_device(device)
         # bring up what would otherwise start threads lazily inside the solution's first call:
         # the CPU thread pool, the CUDA context, cuBLAS
         torch.randn(1 << 20).sum()
@@ -60,6 +139,11 @@ class Harness:
             a = torch.randn(64, 64, device=self.device)
             (a @ a).sum().item()
         self.flusher = T.L2Flusher(self.device)
+        self.prims = T.primitives(self.device)
+        self.launches = LaunchCounter()
+        self.count_launches = False
+        self.language = ""
+        self._ptrs: List[List[int]] = []
         self.fn = None
         self.prepare = None
         self.dps = True
@@ -72,22 +156,70 @@ class Harness:
 
     # -- protocol --------------------------------------------------------------------------
     def serve(self) -> None:
+        send, recv = self._conn.send, self._conn.recv     # bound before any solution code runs
+        handlers = {name[3:]: fn for name, fn in vars(Harness).items() if name.startswith("op_")}
+        snapshot = integrity.capture(self)
+        self._integrity = snapshot
+        changed = integrity.changed
+        rebase = integrity.rebase
+        prims = self.prims
         while True:
             try:
-                msg = self._recv()
+                msg = recv()
             except (EOFError, OSError):
                 return
             op = msg.get("op")
             if op == "exit":
                 return
+            started = prims.now()
             try:
-                reply = getattr(self, f"op_{op}")(msg)
+                handler = handlers.get(op)
+                if handler is None:
+                    raise ValueError(f"unknown op {op!r}")
+                reply = handler(self, msg)
             except SolutionError as exc:
                 reply = {"ok": False, "status": exc.status, "reason": exc.reason, "error": str(exc)[-4000:]}
             except Exception as exc:  # the harness itself failed on this message
                 reply = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
                          "error": "".join(traceback.format_exception(exc))[-4000:]}
-            self._send(reply)
+            if op in ("load", "alloc"):
+                rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
+            try:
+                reply["tampered"] = changed(snapshot)
+            except Exception as exc:
+                reply["tampered"] = [f"integrity check failed: {type(exc).__name__}"]
+            reply["op_wall_s"] = prims.now() - started
+            if op == "ping":
+                reply["pong"] = msg.get("nonce")
+            send(reply)
+
+    def op_ping(self, msg) -> Dict[str, Any]:
+        return {"ok": True}
+
+    def _gate_action(self, fn):
+        """Run one of the gate's own actions (no solution code) and accept what it replaces in
+        the watched namespaces (the profiler's lazy imports), without hiding earlier changes."""
+        snap = getattr(self, "_integrity", None)
+        before = set(integrity.changed(snap)) if snap is not None else set()
+        try:
+            return fn()
+        finally:
+            if snap is not None:
+                integrity.accept(snap, set(integrity.changed(snap)) - before)
+
+    def _warm_profiler(self) -> None:
+        if getattr(self, "_profiler_warm", False):
+            return
+
+        def warm():
+            from torch.profiler import ProfilerActivity, profile
+
+            acts = [ProfilerActivity.CUDA] if self.device.type == "cuda" else [ProfilerActivity.CPU]
+            with profile(activities=acts):
+                torch.zeros(1, device=self.device).add_(1)
+
+        self._gate_action(warm)
+        self._profiler_warm = True
 
     # -- load ------------------------------------------------------------------------------
     def op_load(self, msg) -> Dict[str, Any]:
@@ -98,6 +230,10 @@ class Harness:
         root = Path(tempfile.mkdtemp(prefix="kw-solution-"))
         package = f"kwsol_{solution.content_hash()[:12]}"
         solution.write_sources(root / package)
+        self.language = solution.spec.language.value
+        if self.device.type == "cpu" and self.language == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
+            self.count_launches = self.launches.install()
+        py_before, native_before = threading.active_count(), guards.native_thread_count()
         try:
             if solution.spec.language.value in ("cuda", "cpp") and not solution.spec.entry_file.endswith(".py"):
                 self.fn = self._build_extension(solution, root / package, package)
@@ -115,7 +251,8 @@ class Harness:
         if not callable(self.fn):
             raise SolutionError("COMPILE_ERROR", "BUILD_FAILED", f"entry {solution.spec.entry_point} is not callable")
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
-                "py_threads": threading.active_count()}
+                "py_threads": threading.active_count(), "py_threads_before": py_before,
+                "threads_before": native_before, "counts_launches": self.count_launches}
 
     def _build_extension(self, solution, folder: Path, package: str):
         from torch.utils.cpp_extension import load
@@ -144,7 +281,16 @@ class Harness:
             })
         for _ in range(msg["samples"]):
             self.samples.append([self._empty(shape, dt) for _, shape, dt in self.output_meta])
+        self._ptrs = [[t.untyped_storage().data_ptr() for t in st["inputs"] + st["outputs"]] for st in self.sets]
+        self.last_specs: Dict[int, Any] = {}
         return {"ok": True, "sets": self.sets, "samples": self.samples}
+
+    def _check_rebound(self, set_index: int) -> None:
+        st = self.sets[set_index]
+        now = [t.untyped_storage().data_ptr() for t in st["inputs"] + st["outputs"]]
+        if now != self._ptrs[set_index]:
+            raise SolutionError("RUNTIME_ERROR", guards.INPUT_MUTATED,
+                                "an input or output buffer was rebound to other storage during the call")
 
     def _args(self, set_index: int, scalars: Dict[str, Any]) -> List[Any]:
         tensors = iter(self.sets[set_index]["inputs"])
@@ -174,6 +320,10 @@ class Harness:
             if type(item) is not torch.Tensor:
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_NOT_TENSOR,
                                     f"output {name!r} is {type(item).__module__}.{type(item).__qualname__}, not a plain torch.Tensor")
+            if item.layout != torch.strided or item.is_nested or item.requires_grad:
+                raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_NOT_TENSOR,
+                                    f"output {name!r} is not a plain strided tensor (layout {item.layout}, "
+                                    f"nested {item.is_nested}, requires_grad {item.requires_grad})")
             if item.device != buf.device:
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_WRONG_DEVICE, f"output {name!r} on {item.device}")
             if tuple(item.shape) != tuple(buf.shape):
@@ -187,18 +337,26 @@ class Harness:
                                     f"output {name!r} is the storage returned by the previous call (cached output)")
         for item, buf in zip(items, outputs):
             buf.copy_(item)
+        # the caller owns returned tensors: scribble over them, so that a solution that hands out
+        # the same storage again (an output cache) hands out poison
+        poison(list(items), 1)
         self._previous_returned = list(items)  # kept alive until the next call returns
 
-    def _checked_call(self, set_index: int, scalars, state=None):
+    def _checked_call(self, set_index: int, scalars, state=None, observe: Optional[Dict[str, List[float]]] = None):
         args = self._args(set_index, scalars)
         outputs = self.sets[set_index]["outputs"]
         try:
-            returned = self._call(args, outputs, state)
+            if observe is not None:
+                with HostOpRecorder(self.launches, observe):
+                    returned = self._call(args, outputs, state)
+            else:
+                returned = self._call(args, outputs, state)
         except SolutionError:
             raise
         except Exception as exc:
             status = "COMPILE_ERROR" if "CompilationError" in type(exc).__name__ else "RUNTIME_ERROR"
             raise SolutionError(status, guards.EXCEPTION, "".join(traceback.format_exception(exc))[-4000:]) from exc
+        self._check_rebound(set_index)
         if not self.dps:
             self._accept_returned(returned, args, outputs)
         return args
@@ -209,45 +367,61 @@ class Harness:
         if msg.get("churn"):
             churn = [torch.empty(int(n), dtype=torch.uint8, device=self.device) for n in (1 << 20, 3 << 18, 5 << 16)]
         state = self._prepare(set_index, msg["scalars"])
-        self._checked_call(set_index, msg["scalars"], state)
-        T.sync(self.device)
+        host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
+        before = self.launches.total
+        self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
+        launched = self.launches.total - before
+        self.prims.sync()
         if msg.get("churn"):
             del churn
+        self.last_specs.pop(set_index, None)   # the parent filled this set itself
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
-                "py_threads": threading.active_count()}
+                "py_threads": threading.active_count(), "launches": launched if self.count_launches else None,
+                "host_ops": host_ops or {}, "l2_limit": self._l2_limit()}
+
+    def _l2_limit(self) -> Optional[int]:
+        if self.device.type != "cuda":
+            return None
+        try:
+            return T.persisting_l2_limit()
+        except Exception:
+            return None
 
     def _prepare(self, set_index: int, scalars):
         if self.prepare is None:
             return None
         state = self.prepare(*self._args(set_index, scalars))
-        T.sync(self.device)
+        self.prims.sync()
         return state
 
     # -- timing ----------------------------------------------------------------------------
-    def _regenerate(self, builtin, workload, seed: int, set_index: int) -> Dict[str, Any]:
-        from kernelwright.inputs import make_generator
-
-        fresh = builtin.make_inputs(builtin.definition, workload, make_generator(seed, self.device), self.device)
+    def _regenerate(self, builtin, workload, spec, set_index: int) -> Dict[str, Any]:
+        """Fill buffer set ``set_index`` with the inputs of ``spec`` (``fresh.expand``)."""
+        new = fresh.expand(builtin, workload, spec, self.device)
         tensors = iter(self.sets[set_index]["inputs"])
         scalars = {}
         for name, shape, _ in self.input_meta:
             if shape is None:
-                scalars[name] = fresh[name]
+                scalars[name] = new[name]
             else:
-                next(tensors).copy_(fresh[name])
+                next(tensors).copy_(new[name])
+        self.last_specs[set_index] = spec
         return scalars
 
     def op_time(self, msg) -> Dict[str, Any]:
-        """Timed iterations.  Every iteration gets freshly generated input contents (seed per
-        iteration) in one of the buffer sets (rotating addresses), poisoned outputs and a cold
-        L2; iterations listed in ``sample_slots`` copy their outputs into a sample slot for the
-        parent to check against its own reference for that seed."""
+        """Timed iterations.  Every iteration gets freshly generated input contents (a spec per
+        iteration, ``fresh.expand``: a seed, or a twin of an earlier iteration) in one of the
+        buffer sets (rotating addresses), poisoned outputs and a cold L2; iterations listed in
+        ``sample_slots`` copy their outputs into a sample slot for the parent to check against
+        its own reference for that spec.  Clocks and events come from ``self.prims`` (bound
+        before the solution was imported)."""
         from kernelwright import definitions
         from kernelwright.trace import Workload
 
+        P = self.prims
         builtin = definitions.resolve(msg["definition"])
         workload = Workload.model_validate_json(msg["workload"])
-        seeds: List[int] = msg["seeds"]
+        seeds: List[Any] = msg["seeds"]
         warmup: int = msg["warmup"]
         sample_slots: Dict[int, int] = {int(k): v for k, v in msg["sample_slots"].items()}
         nsets = len(self.sets)
@@ -255,7 +429,16 @@ class Harness:
         out = T.TimingSamples()
         threads_before = guards.native_thread_count()
         children_before = guards.child_process_count()
+        counting = self.count_launches
+        fewest = None
         events = []
+        # checked iterations: the forced ones (``sample_slots``, e.g. the twin) and ``random_samples``
+        # more, drawn AFTER each call returns (selection sampling with os.urandom), so that no call
+        # can know whether its output will be checked
+        free_slots: List[int] = list(msg.get("random_slots") or [])[: int(msg.get("random_samples") or 0)]
+        eligible = [i for i in range(warmup, len(seeds)) if i not in sample_slots]
+        remaining = len(eligible)
+        sampled: Dict[int, int] = {}
         for i, seed in enumerate(seeds):
             s = i % nsets
             scalars = self._regenerate(builtin, workload, seed, s)
@@ -264,36 +447,48 @@ class Harness:
             args = self._args(s, scalars)
             outputs = self.sets[s]["outputs"]
             self.flusher.flush()
-            T.sync(self.device)
+            P.sync()
+            launched_before = self.launches.total
             if cuda:
-                start, end = T.new_event(), T.new_event()
-                t0 = T.now_s()
-                T.record(start)
+                start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+                t0 = P.now()
+                P.event_record(start, P.stream)
                 returned = self._call(args, outputs, state)
-                T.record(end)
-                T.sync(self.device)
-                t1 = T.now_s()
+                P.event_record(end, P.stream)
+                P.sync()
+                t1 = P.now()
             else:
-                t0 = T.now_s()
+                t0 = P.now()
                 returned = self._call(args, outputs, state)
-                t1 = T.now_s()
+                t1 = P.now()
+            if counting:
+                n = self.launches.total - launched_before
+                fewest = n if fewest is None else min(fewest, n)
+            self._check_rebound(s)
             if not self.dps:
                 self._accept_returned(returned, args, outputs)
-            if i in sample_slots:
-                for dst, src in zip(self.samples[sample_slots[i]], outputs):
+            slot = sample_slots.get(i)
+            if slot is None and i >= warmup and remaining > 0:
+                if free_slots and int.from_bytes(_urandom(4), "little") * remaining < len(free_slots) * (1 << 32):
+                    slot = free_slots.pop(0)
+                    sampled[i] = slot
+                remaining -= 1
+            if slot is not None:
+                for dst, src in zip(self.samples[slot], outputs):
                     dst.copy_(src)
             if i >= warmup:
                 out.wall_ms.append((t1 - t0) * 1e3)
                 if cuda:
                     events.append((start, end))
-        T.sync(self.device)
+        P.sync()
         after = {"threads_after": guards.native_thread_count(), "children_after": guards.child_process_count(),
                  "py_threads": threading.active_count()}
         if cuda:
-            out.latency_ms = [T.elapsed_ms(a, b) for a, b in events]
+            out.latency_ms = [float(P.event_elapsed(a, b)) for a, b in events]
             out.empty_wall_ms = self._empty_wall(20)
         else:
             out.latency_ms = list(out.wall_ms)
+        out.min_launches = fewest
         if cuda and msg.get("graph_seeds") and self.prepare is None:
             self._time_graph(builtin, workload, msg, out)
         if cuda and msg.get("cupti_iters"):
@@ -301,18 +496,21 @@ class Harness:
         elif msg.get("profile_kernels"):
             self._profile_kernels(builtin, workload, msg, out)
         return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
-                "children_before": children_before, **after}
+                "children_before": children_before, "last_specs": {str(k): v for k, v in self.last_specs.items()},
+                "sampled": {str(k): v for k, v in sampled.items()},
+                "l2_limit": self._l2_limit(), **after}
 
     def _empty_wall(self, n: int) -> List[float]:
+        P = self.prims
         walls = []
         for _ in range(n):
-            T.sync(self.device)
-            start, end = T.new_event(), T.new_event()
-            t0 = T.now_s()
-            T.record(start)
-            T.record(end)
-            T.sync(self.device)
-            walls.append((T.now_s() - t0) * 1e3)
+            P.sync()
+            start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+            t0 = P.now()
+            P.event_record(start, P.stream)
+            P.event_record(end, P.stream)
+            P.sync()
+            walls.append((P.now() - t0) * 1e3)
         return walls
 
     def _time_graph(self, builtin, workload, msg, out: T.TimingSamples) -> None:
@@ -340,16 +538,17 @@ class Harness:
             except Exception:
                 pass
             return
+        P = self.prims
         for i, seed in enumerate(seeds):
             self._regenerate(builtin, workload, seed, 0)
             poison(outputs)
             self.flusher.flush()
-            T.sync(self.device)
-            start, end = T.new_event(), T.new_event()
-            T.record(start)
+            P.sync()
+            start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+            P.event_record(start, P.stream)
             graph.replay()
-            T.record(end)
-            T.sync(self.device)
+            P.event_record(end, P.stream)
+            P.sync()
             if not self.dps:
                 self._previous_returned = []
                 self._accept_returned(returned, args, outputs)
@@ -357,11 +556,11 @@ class Harness:
             if i in slots:
                 for dst, src in zip(self.samples[slots[i]], outputs):
                     dst.copy_(src)
-            out.graph_latency_ms.append(T.elapsed_ms(start, end))
+            out.graph_latency_ms.append(float(P.event_elapsed(start, end)))
         del graph
 
     def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
-        tracer = T.cupti_tracer()
+        tracer = self._gate_action(T.cupti_tracer)
         if not tracer.available():
             out.cupti_error = "cupti not available"
             if msg.get("profile_kernels"):
@@ -377,10 +576,10 @@ class Harness:
                 state = self._prepare(0, scalars)
                 args = self._args(0, scalars)
                 self.flusher.flush()
-                T.sync(self.device)
+                self.prims.sync()
                 t0 = tracer.timestamp()
                 self._call(args, self.sets[0]["outputs"], state)
-                T.sync(self.device)
+                self.prims.sync()
                 windows.append((t0, tracer.timestamp()))
             tracer.end()
         except Exception as exc:
@@ -401,18 +600,33 @@ class Harness:
                 agg[1] += r.duration_us
 
     def _profile_kernels(self, builtin, workload, msg, out: T.TimingSamples) -> None:
-        """What one call ran, from the torch profiler: CUDA kernel names when CUPTI's Python
-        bindings are missing; on CPU the aten operators the call executed."""
-        from torch.profiler import ProfilerActivity, profile
-
+        """What one call ran.  CUDA (when CUPTI's Python bindings are missing): kernel names from
+        the torch profiler.  CPU: the Triton kernels the interpreter launched and the aten ops the
+        solution's host code ran outside them (``HostOpRecorder``)."""
         scalars = self._regenerate(builtin, workload, msg["seeds"][0], 0)
         args = self._args(0, scalars)
         state = self._prepare(0, scalars)
         cuda = self.device.type == "cuda"
-        T.sync(self.device)
+        self.prims.sync()
+        if not cuda:
+            before = {k: list(v) for k, v in self.launches.by_name.items()}
+            host_ops: Dict[str, List[float]] = {}
+            with HostOpRecorder(self.launches, host_ops):
+                self._call(args, self.sets[0]["outputs"], state)
+            for name, (count, us) in self.launches.by_name.items():
+                c0, u0 = before.get(name, [0, 0.0])
+                if count > c0:
+                    out.launches[name] = [count - c0, us - u0]
+            out.host_ops = host_ops
+            out.kernels = {**{k: list(v) for k, v in out.launches.items()},
+                           **{k: [v[0], v[1]] for k, v in host_ops.items()}}
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        self._warm_profiler()
         with profile(activities=[ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]) as prof:
             self._call(args, self.sets[0]["outputs"], state)
-            T.sync(self.device)
+            self.prims.sync()
         for evt in prof.key_averages():
             is_device = str(getattr(evt, "device_type", "")).endswith("CUDA")
             if cuda != is_device:
@@ -431,6 +645,10 @@ def main(conn, device: str, log_path: Optional[str] = None) -> None:
         os.dup2(fd, 2)
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    try:
+        import triton  # noqa: F401  (imported before the integrity snapshot: it patches nothing later)
+    except Exception:
+        pass
     try:
         harness = Harness(conn, device)
     except Exception as exc:

@@ -1,0 +1,84 @@
+"""The inputs of timed iterations: fresh contents every iteration, and "twins".
+
+A timed iteration's inputs are described by a *spec* that both processes expand the same way:
+
+* an ``int`` seed: ``builtin.make_inputs`` with a generator seeded by it (fresh contents);
+* a twin ``[seed, donor_seed, name, start, length]``: the inputs of ``seed`` (an EARLIER
+  iteration of the same trial, on the same buffer set, i.e. the same addresses) with the
+  elements ``start:start+length`` of input ``name`` taken from the inputs of ``donor_seed``.
+
+A twin looks like a repeat to a cache keyed on the pointer, on the shapes and on a handful of
+input values (an "input fingerprint"), yet its output differs; the parent always checks the
+twin's output against its own reference, so such a cache fails with STALE_OUTPUT.  The changed
+block is a fixed fraction of the largest floating-point input, big enough to move more output
+elements than the definition's matched ratio forgives.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import torch
+
+from kernelwright.inputs import make_generator
+
+Spec = Union[int, Sequence[Any]]
+
+
+def expand(builtin, workload, spec: Spec, device: torch.device) -> Dict[str, Any]:
+    """The inputs a spec stands for (deterministic: same spec, same device -> same bytes)."""
+    if isinstance(spec, int):
+        return builtin.make_inputs(builtin.definition, workload, make_generator(spec, device), device)
+    seed, donor_seed, name, start, length = spec
+    base = builtin.make_inputs(builtin.definition, workload, make_generator(int(seed), device), device)
+    donor = builtin.make_inputs(builtin.definition, workload, make_generator(int(donor_seed), device), device)
+    target = base[name]
+    if not target.is_contiguous():
+        target = target.contiguous()
+        base[name] = target
+    flat = target.view(-1)
+    flat[int(start):int(start) + int(length)].copy_(donor[name].reshape(-1)[int(start):int(start) + int(length)])
+    return base
+
+
+def key(spec: Spec):
+    """A hashable form of a spec."""
+    return spec if isinstance(spec, int) else tuple(spec)
+
+
+def twin_target(input_meta) -> Optional[tuple]:
+    """(name, numel) of the largest floating-point tensor input, or None."""
+    best = None
+    for name, shape, dtype in input_meta:
+        if shape is None or not dtype.startswith(("float", "bfloat")):
+            continue
+        n = 1
+        for s in shape:
+            n *= int(s)
+        if n > 0 and (best is None or n > best[1]):
+            best = (name, n)
+    return best
+
+
+def twin_fraction(required_matched_ratio: float) -> float:
+    """Fraction of the target's elements a twin changes: a fixed block large enough that an
+    output computed for the source iteration misses the matched ratio."""
+    return min(0.5, max(1.0 / 16, 2.0 * (1.0 - required_matched_ratio) + 0.05))
+
+
+def plan_trial(seeds: List[int], warmup: int, nsets: int, input_meta, ratio: float, rng: random.Random,
+               donor_seed: int) -> tuple:
+    """Turn one timed iteration of a trial into a twin of the iteration ``nsets`` earlier (same
+    buffer set).  Returns (specs, twin index or None)."""
+    specs: List[Spec] = list(seeds)
+    target = twin_target(input_meta)
+    lo = warmup + nsets
+    if target is None or len(seeds) <= lo:
+        return specs, None
+    j = rng.randrange(lo, len(seeds))
+    name, n = target
+    length = max(1, int(n * twin_fraction(ratio)))
+    start = rng.randrange(0, n - length + 1)
+    specs[j] = [int(seeds[j - nsets]), int(donor_seed), name, start, length]
+    return specs, j

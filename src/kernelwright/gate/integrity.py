@@ -1,0 +1,195 @@
+"""Tamper detection inside the worker: has the solution replaced a clock, an event, a
+synchronisation function, a gate function, the IPC path or a builtin?
+
+``capture()`` runs in the worker BEFORE the solution is imported and records, for a fixed list of
+namespaces, the identity of every attribute (and, for Python functions, of their ``__code__``,
+``__defaults__`` and ``__kwdefaults__``, which can be swapped in place).  ``changed()`` runs after
+every message and lists what differs; the parent turns timer names into TIMER_TAMPERED and the
+rest into GATE_TAMPERED.
+
+The worker does not depend on detection alone: its clocks, events and IPC functions are bound
+before the solution runs (``timing.Primitives``, locals of ``Harness.serve``), so a patch changes
+no measurement.  Detection makes the attempt visible in the trace.  What it cannot see: writes
+through ctypes, mutation of objects it does not list (closure cells, list items), or a patch
+that also rewrites this module's code (see docs/gate.md, "What the gate cannot prove").
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import types
+from typing import Any, Dict, List, Tuple
+
+# namespaces whose entries are timers (-> TIMER_TAMPERED); everything else -> GATE_TAMPERED
+_TIMER_PREFIXES = ("time.", "statistics.", "torch.cuda.", "torch._C._cuda", "torch.cuda.Event.",
+                   "torch.cuda.Stream.", "kernelwright.gate.timing.", "torch.Tensor.record_stream")
+
+_MODULES = (
+    "time", "statistics", "threading", "builtins", "os", "pickle", "copyreg", "gc",
+    "multiprocessing.connection", "multiprocessing.reduction", "torch.multiprocessing.reductions",
+    "torch", "torch.cuda", "torch._C", "torch.profiler",
+    "kernelwright.gate.timing", "kernelwright.gate.worker", "kernelwright.gate.guards",
+    "kernelwright.gate.integrity", "kernelwright.gate.fresh", "kernelwright.inputs",
+    "kernelwright.inputs.random", "kernelwright.inputs.paging", "kernelwright.inputs.routing",
+)
+
+_CLASSES = (
+    ("torch.Tensor", lambda: __import__("torch").Tensor),
+    ("torch.cuda.Event", lambda: __import__("torch").cuda.Event),
+    ("torch.cuda.Stream", lambda: __import__("torch").cuda.Stream),
+    ("multiprocessing.connection.Connection", lambda: sys.modules["multiprocessing.connection"].Connection),
+    ("multiprocessing.reduction.ForkingPickler", lambda: sys.modules["multiprocessing.reduction"].ForkingPickler),
+    ("threading.Thread", lambda: sys.modules["threading"].Thread),
+)
+
+Entry = Tuple[str, Any, Any, Any]   # (label, owner, attribute name, original object)
+
+
+def _is_function(obj: Any) -> bool:
+    return isinstance(obj, types.FunctionType)
+
+
+_DATA = (str, bytes, int, float, complex, bool, tuple, list, dict, set, frozenset, type(None), types.ModuleType)
+
+
+def _entries_of(label: str, owner: Any, names) -> List[Entry]:
+    """Callable (or descriptor) attributes only: data attributes change legitimately (flags,
+    counters, caches).  In kernelwright's own modules, module references too (``worker.T``)."""
+    out: List[Entry] = []
+    own = label.startswith("kernelwright.")
+    for name in names:
+        try:
+            value = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        except Exception:
+            continue
+        if own and isinstance(value, types.ModuleType):
+            out.append((f"{label}.{name}", owner, name, value))
+            continue
+        if isinstance(value, _DATA):
+            continue
+        if not (callable(value) or hasattr(value, "__get__")):
+            continue
+        out.append((f"{label}.{name}", owner, name, value))
+    return out
+
+
+def _class_entries(label: str, cls: type) -> List[Entry]:
+    return _entries_of(label, cls, list(cls.__dict__))
+
+
+class Snapshot:
+    """Identities of everything listed, with the code objects of Python functions."""
+
+    def __init__(self, entries: List[Entry], extra: Dict[str, Any], classes: Dict[str, Tuple[type, frozenset]]):
+        self.entries = entries
+        self.classes = classes  # label -> (class, attribute names): additions shadow inherited methods
+        self.codes = {label: (v.__code__, v.__defaults__, v.__kwdefaults__)
+                      for label, _, _, v in entries if _is_function(v)}
+        self.extra = extra  # label -> (getter, original)
+
+
+def capture(harness: Any = None) -> Snapshot:
+    entries: List[Entry] = []
+    classes: Dict[str, Tuple[type, frozenset]] = {}
+    for mod_name in _MODULES:
+        mod = sys.modules.get(mod_name)
+        if mod is None:
+            try:
+                mod = __import__(mod_name, fromlist=["_"])
+            except Exception:
+                continue
+        entries += _entries_of(mod_name, mod, list(vars(mod)))
+        for name, value in list(vars(mod).items()):
+            # classes defined by the gate modules themselves (Harness, L2Flusher, ...)
+            if isinstance(value, type) and mod_name.startswith("kernelwright.gate") and \
+                    getattr(value, "__module__", "") == mod_name:
+                entries += _class_entries(f"{mod_name}.{name}", value)
+                classes[f"{mod_name}.{name}"] = (value, frozenset(value.__dict__))
+    for label, get in _CLASSES:
+        try:
+            cls = get()
+            entries += _class_entries(label, cls)
+            classes[label] = (cls, frozenset(cls.__dict__))
+        except Exception:
+            continue
+    extra: Dict[str, Any] = {}
+    if harness is not None:
+        for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches"):
+            if hasattr(harness, attr):
+                extra[f"harness.{attr}"] = (lambda a=attr: getattr(harness, a, None), getattr(harness, attr))
+        flusher = getattr(harness, "flusher", None)
+        if flusher is not None:
+            for attr in ("buffer", "_reset_persisting", "device"):
+                extra[f"harness.flusher.{attr}"] = (lambda a=attr: getattr(flusher, a, None), getattr(flusher, attr, None))
+    return Snapshot(entries, extra, classes)
+
+
+def rebase(snap: Snapshot, harness: Any, attrs) -> None:
+    """Accept new values of harness attributes the harness itself just set (``fn`` after load,
+    ``sets`` after alloc, ...)."""
+    for attr in attrs:
+        label = f"harness.{attr}"
+        if label in snap.extra:
+            getter, _ = snap.extra[label]
+            snap.extra[label] = (getter, getter())
+
+
+def accept(snap: Snapshot, labels) -> None:
+    """Take the current values of ``labels`` as the originals: for changes the gate's own code
+    caused (e.g. starting the torch profiler imports torch._dynamo, which wraps
+    ``torch.manual_seed``)."""
+    labels = set(labels)
+    for i, (label, owner, name, original) in enumerate(snap.entries):
+        if label in labels or label + ".__code__" in labels:
+            try:
+                current = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
+            except Exception:
+                continue
+            snap.entries[i] = (label, owner, name, current)
+            if _is_function(current):
+                snap.codes[label] = (current.__code__, current.__defaults__, current.__kwdefaults__)
+            else:
+                snap.codes.pop(label, None)
+    for label, (cls, names) in list(snap.classes.items()):
+        added = {f"{label}.{n}" for n in set(cls.__dict__) - names}
+        if added & labels:
+            snap.classes[label] = (cls, names | {n for n in cls.__dict__ if f"{label}.{n}" in labels})
+
+
+def changed(snap: Snapshot) -> List[str]:
+    """Labels of entries that no longer hold their original object (or code)."""
+    found: List[str] = []
+    for label, owner, name, original in snap.entries:
+        try:
+            current = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
+        except Exception:
+            current = _MISSING
+        if current is not original:
+            found.append(label)
+            continue
+        code = snap.codes.get(label)
+        if code is not None and (original.__code__, original.__defaults__, original.__kwdefaults__) != code:
+            found.append(label + ".__code__")
+    for label, (cls, names) in snap.classes.items():
+        added = sorted(n for n in set(cls.__dict__) - names if n not in _BENIGN_ADDITIONS)
+        found += [f"{label}.{n}" for n in added]
+    for label, (getter, original) in snap.extra.items():
+        try:
+            if getter() is not original:
+                found.append(label)
+        except Exception:
+            found.append(label)
+    return found
+
+
+def split(labels: List[str]) -> Tuple[List[str], List[str]]:
+    """(timer labels, other labels)."""
+    timer = [x for x in labels if x.startswith(_TIMER_PREFIXES)]
+    other = [x for x in labels if not x.startswith(_TIMER_PREFIXES)]
+    return timer, other
+
+
+_MISSING = object()
+_BENIGN_ADDITIONS = {"__slotnames__", "_abc_impl", "__abstractmethods__", "__weakref__"}
+_BUILTINS = builtins  # keep a reference: ``builtins`` itself is listed in _MODULES

@@ -1,0 +1,226 @@
+"""Run the red-team catalogue and the canaries through the real gate.
+
+Every case is evaluated exactly as ``kernelwright eval`` would (a spawned worker, the parent's
+references, every guard), with short iteration counts.  A case's verdict is PASS, SUSPICIOUS
+(passed, but marked) or REJECT with the gate's reason codes; the case is ``ok`` when that matches
+its expectation.  Cases run two at a time (each in its own worker; the parent's work is mostly
+waiting), except the ones that write shared files, which run alone afterwards.
+
+The run uses a private kernelwright cache (``KERNELWRIGHT_CACHE`` pointed at a temporary folder,
+unless the caller set one): the file-editing cases then plant their files there, and the
+held-out split uses a fresh hidden salt.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional
+
+from kernelwright.redteam.catalogue import CASES, PASS, Case
+from kernelwright.trace import Trace
+
+# a held-out workload larger than this is too slow for the Triton interpreter on CPU
+_CPU_HELD_OUT_CAP = {"num_tokens": 64, "batch_size": 8, "seq_len": 64}
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    verdict: str                 # PASS | SUSPICIOUS | REJECT | SKIPPED | ERROR
+    reasons: List[str] = field(default_factory=list)
+    ok: bool = False
+    detail: str = ""
+    latency_ms: Optional[float] = None
+    seconds: float = 0.0
+    warnings: List[str] = field(default_factory=list)
+
+    def as_dict(self) -> Dict:
+        return {"case": self.case.id, "hack": self.case.hack, "hid": self.case.hid, "definition": self.case.definition,
+                "needs_cuda": self.case.needs_cuda, "expected": self.case.expected_label, "verdict": self.verdict,
+                "reasons": self.reasons, "ok": self.ok, "detail": self.detail, "latency_ms": self.latency_ms,
+                "seconds": round(self.seconds, 2), "warnings": self.warnings}
+
+
+def gate_config(device: str):
+    """Short iteration counts: enough for every guard (a twin and samples per trial, the
+    determinism re-run, two trials)."""
+    from kernelwright.gate.evaluate import GateConfig
+
+    if device == "cpu":
+        return GateConfig(device="cpu", warmup=1, iterations=4, trials=2, reference_warmup=0,
+                          reference_iterations=1, graph_iterations=0, cupti_iterations=0)
+    return GateConfig(device=device, warmup=2, iterations=10, trials=2, reference_iterations=3,
+                      graph_iterations=3, cupti_iterations=3)
+
+
+def _verdict(traces: List[Trace]):
+    """(verdict, reasons, deciding trace) over a case's traces: the first rejection decides."""
+    for t in traces:
+        if not t.passed:
+            gate = t.evaluation.gate
+            return "REJECT", list(gate.reasons if gate else [t.evaluation.status.value]), t
+    for t in traces:
+        gate = t.evaluation.gate
+        if gate and gate.suspicious:
+            return "SUSPICIOUS", list(gate.reasons), t
+    return PASS, [], traces[0] if traces else None
+
+
+def _latency(trace: Optional[Trace]) -> Optional[float]:
+    if trace is None or trace.evaluation is None:
+        return None
+    ev = trace.evaluation
+    if ev.performance is not None:
+        return ev.performance.latency_ms
+    notes = ev.gate.notes if ev.gate else {}
+    value = notes.get("measured_latency_ms")
+    return float(value) if value is not None else None
+
+
+def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float]):
+    if case.expected == PASS:
+        ok = verdict == PASS
+        why = "" if ok else f"an honest solution was {verdict} ({', '.join(reasons)})"
+    else:
+        want = "SUSPICIOUS" if case.suspicious else "REJECT"
+        ok = verdict == want and bool(set(reasons) & set(case.expected))
+        why = "" if ok else f"expected {want} with one of {sorted(case.expected)}, got {verdict} {reasons}"
+    if ok and case.min_latency_ms is not None and (latency is None or latency < case.min_latency_ms):
+        ok = False
+        why = f"measured latency {latency} ms < {case.min_latency_ms} ms: the timer was fooled"
+    return ok, why
+
+
+def _held_out(builtin_full, salt: str, device: str):
+    from kernelwright.gate.hidden import held_out_workloads
+
+    def keep(axes):
+        return device != "cpu" or all(axes.get(k, 0) <= v for k, v in _CPU_HELD_OUT_CAP.items())
+
+    for attempt in range(8):
+        found = held_out_workloads(builtin_full, salt if attempt == 0 else f"{salt}/{attempt}", keep)
+        if found:
+            return found[:1] if device == "cpu" else found[:2]
+    return []
+
+
+def run_case(case: Case, device: str, out_root: Path, cfg=None, log: Callable[[str], None] = lambda s: None) -> CaseResult:
+    """Evaluate one case through the gate (public quick workloads, and the held-out split when
+    the case asks for it)."""
+    from dataclasses import replace
+
+    from kernelwright import definitions
+    from kernelwright.gate.evaluate import SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.guards import static_scan
+    from kernelwright.gate.hidden import hidden_salt
+    from kernelwright.gate.session import WorkerSession
+
+    started = time.perf_counter()
+    if case.needs_cuda and not device.startswith("cuda"):
+        return CaseResult(case, "SKIPPED", ok=True, detail="needs CUDA (run with --device cuda on a GPU)")
+    cfg = cfg or gate_config(device)
+    solution = case.solution()
+    full = definitions.get(case.definition)
+    quick = full.quick_variant()
+    workloads = [quick.public_workloads()[i] for i in case.workloads]
+    out_dir = Path(out_root) / case.id
+    warnings = [f"{f.code}: {f.message}" for f in static_scan({s.path: s.content for s in solution.sources})]
+    session = WorkerSession(solution, cfg.device, log_dir=out_dir / "logs")
+    run = SolutionRun(session, label=case.id, warnings=list(warnings))
+    traces: List[Trace] = []
+    try:
+        for w in workloads:
+            ctx = WorkloadContext(quick, w, cfg)
+            traces.append(evaluate(run, ctx))
+            ctx.release()
+            if not traces[-1].passed:
+                break
+        if case.held_out and traces and all(t.passed for t in traces):
+            hcfg = replace(cfg, split="hidden", salt=hidden_salt())
+            for w in _held_out(full, hcfg.salt, device):
+                ctx = WorkloadContext(full, w, hcfg)
+                traces.append(evaluate(run, ctx))
+                ctx.release()
+    except Exception as exc:  # the runner itself failed: report, never hide
+        session.close()
+        return CaseResult(case, "ERROR", detail=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started,
+                          warnings=warnings)
+    finally:
+        session.close()
+    verdict, reasons, deciding = _verdict(traces)
+    latency = _latency(deciding)
+    ok, why = _judge(case, verdict, reasons, latency)
+    detail = why
+    if deciding is not None and verdict != PASS and not why:
+        detail = (deciding.evaluation.log or "").strip().splitlines()[0][:200] if deciding.evaluation.log else ""
+    if case.held_out and verdict == PASS and len(traces) <= len(workloads):
+        ok, detail = False, "no held-out workload was evaluated"
+    result = CaseResult(case, verdict, reasons, ok, detail, latency, time.perf_counter() - started, warnings)
+    log(f"{case.id}: {verdict} {reasons} ({'ok' if ok else 'UNEXPECTED'})")
+    return result
+
+
+def select_cases(ids: Optional[Iterable[str]] = None) -> List[Case]:
+    from kernelwright.redteam.catalogue import get_case
+
+    return [get_case(i) for i in ids] if ids else list(CASES)
+
+
+_ENV_LOCK = threading.Lock()
+
+
+class private_cache:
+    """Point KERNELWRIGHT_CACHE at a temporary folder for the duration (unless already set)."""
+
+    def __enter__(self):
+        self.previous = os.environ.get("KERNELWRIGHT_CACHE")
+        self.tmp = None
+        if not self.previous:
+            self.tmp = tempfile.TemporaryDirectory(prefix="kw-redteam-cache-")
+            os.environ["KERNELWRIGHT_CACHE"] = self.tmp.name
+        return self
+
+    def __exit__(self, *exc):
+        if self.tmp is not None:
+            os.environ.pop("KERNELWRIGHT_CACHE", None)
+            self.tmp.cleanup()
+        return False
+
+
+def _prepare_parent() -> None:
+    """Import everything the parent uses and create the hidden salt before cases run in
+    parallel, so that no parent-side write (a .pyc, the salt file) lands in a protected folder
+    while another case's worker is being watched."""
+    import kernelwright.gate.bench  # noqa: F401
+    import kernelwright.gate.evaluate  # noqa: F401
+    import kernelwright.gate.hidden as hidden
+    import kernelwright.gate.worker  # noqa: F401
+    from kernelwright import definitions
+
+    for b in definitions.all_builtins():
+        b.quick_variant()
+    hidden.hidden_salt()
+
+
+def run_catalogue(device: str = "cpu", ids: Optional[Iterable[str]] = None, jobs: int = 2,
+                  out_root: Optional[Path] = None, log: Callable[[str], None] = lambda s: None) -> List[CaseResult]:
+    """Run the selected cases (all by default); CUDA-only cases are SKIPPED on CPU."""
+    cases = select_cases(ids)
+    with private_cache():
+        _prepare_parent()
+        root = Path(out_root) if out_root else Path(tempfile.mkdtemp(prefix="kw-redteam-"))
+        results: Dict[str, CaseResult] = {}
+        parallel = [c for c in cases if not c.serial]
+        serial = [c for c in cases if c.serial]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for res in pool.map(lambda c: run_case(c, device, root, log=log), parallel):
+                results[res.case.id] = res
+        for c in serial:
+            results[c.id] = run_case(c, device, root, log=log)
+    return [results[c.id] for c in cases]

@@ -1,0 +1,126 @@
+"""Output checkers: the flashinfer-bench error rule, the matched ratio, the -inf LSE rule and the
+DSA indexer's validity + sorted-score rule."""
+
+import math
+
+import pytest
+import torch
+
+from kernelwright.definitions.base import Tolerance
+from kernelwright.gate.checkers import check_elementwise, check_outputs, check_topk_indices
+from kernelwright.trace import EvaluationStatus
+
+TOL = Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0)
+
+
+def _check(x, y, tol=TOL, **kw):
+    return check_elementwise({"y": x}, {"y": y}, tol, **kw)
+
+
+def test_element_fails_only_if_abs_and_rel_both_exceed():
+    y = torch.tensor([100.0, 1e-4, 1.0])
+    # abs error 0.5 > atol, but rel 0.005 <= rtol: matches
+    assert _check(torch.tensor([100.5, 1e-4, 1.0]), y).passed
+    # rel error 100% > rtol, but abs 1e-4 <= atol: matches
+    assert _check(torch.tensor([100.0, 2e-4, 1.0]), y).passed
+    # both exceed: fails
+    r = _check(torch.tensor([100.0, 1e-4, 1.1]), y)
+    assert not r.passed and r.reason == "TOLERANCE" and r.status == EvaluationStatus.INCORRECT_NUMERICAL
+    assert r.max_absolute_error == pytest.approx(0.1, rel=1e-5)
+
+
+def test_matched_ratio():
+    y = torch.zeros(10)
+    x = y.clone()
+    x[:2] = 5.0           # 2 of 10 elements fail: matched 0.8
+    assert not _check(x, y, Tolerance(1e-2, 1e-2, 0.9)).passed
+    r = _check(x, y, Tolerance(1e-2, 1e-2, 0.8))
+    assert r.passed and r.matched_ratio == pytest.approx(0.8)
+
+
+def test_non_finite_fails_even_within_ratio():
+    y = torch.ones(100)
+    x = y.clone()
+    x[3] = float("nan")
+    r = _check(x, y, Tolerance(1e-2, 1e-2, 0.5))
+    assert not r.passed and r.reason == "NON_FINITE"
+    x[3] = float("inf")
+    assert _check(x, y, Tolerance(1e-2, 1e-2, 0.5)).reason == "NON_FINITE"
+
+
+def test_shape_and_dtype():
+    y = torch.zeros(4)
+    assert _check(torch.zeros(5), y).reason == "SHAPE"
+    r = _check(torch.zeros(4, dtype=torch.float16), y)
+    assert r.reason == "DTYPE" and r.status == EvaluationStatus.INCORRECT_DTYPE
+    assert check_elementwise({}, {"y": y}, TOL).reason == "MISSING_OUTPUT"
+
+
+def test_lse_minus_inf_rule():
+    ref = torch.tensor([-math.inf, 1.0])
+    got_ok = torch.tensor([-math.inf, 1.0])
+    assert check_outputs("attention", {"lse": got_ok}, {"lse": ref}, TOL, {}).passed
+    # -inf where the reference is finite fails, and so does -inf under the elementwise checker
+    assert check_outputs("attention", {"lse": torch.tensor([-math.inf, -math.inf])}, {"lse": ref}, TOL, {}).reason == "NON_FINITE"
+    assert check_outputs("elementwise", {"lse": got_ok}, {"lse": ref}, TOL, {}).reason == "NON_FINITE"
+    # +inf where the reference has -inf is not accepted
+    assert not check_outputs("attention", {"lse": torch.tensor([math.inf, 1.0])}, {"lse": ref}, TOL, {}).passed
+
+
+@pytest.fixture(scope="module")
+def indexer_case():
+    from kernelwright import definitions
+    from kernelwright.inputs import make_generator
+
+    b = definitions.get("indexer").quick_variant()
+    w = b.public_workloads()[0]
+    inputs = b.make_inputs(b.definition, w, make_generator(1234, "cpu"), torch.device("cpu"))
+    ref = b.reference(**inputs)
+    return b, inputs, ref
+
+
+def _idx(b, got, ref, inputs):
+    return check_topk_indices({"topk_indices": got}, {"topk_indices": ref}, b.tolerance, inputs)
+
+
+def test_indexer_reference_and_order_free(indexer_case):
+    b, inputs, ref = indexer_case
+    assert _idx(b, ref.clone(), ref, inputs).passed
+    shuffled = ref.clone()
+    for r in range(shuffled.shape[0]):
+        n = int((shuffled[r] >= 0).sum())
+        shuffled[r, :n] = shuffled[r, :n].flip(0)
+    assert _idx(b, shuffled, ref, inputs).passed
+
+
+def test_indexer_duplicates_and_invalid(indexer_case):
+    b, inputs, ref = indexer_case
+    dup = ref.clone()
+    dup[0, 1] = dup[0, 0]
+    assert _idx(b, dup, ref, inputs).reason == "DUPLICATE_INDEX"
+    bad = ref.clone()
+    bad[0, 0] = -2
+    assert _idx(b, bad, ref, inputs).reason == "INVALID_INDEX"
+    oob = ref.clone()
+    seq_len = int(inputs["seq_lens"][0])
+    table = inputs["block_table"][0]
+    page = int(table[seq_len // 64]) if seq_len % 64 else int(table[0]) + 10_000
+    beyond = page * 64 + (seq_len % 64)          # the first token after seq_len (or a page not in the row)
+    n = int((oob[0] >= 0).sum())
+    oob[0, n - 1 if n else 0] = beyond
+    assert _idx(b, oob, ref, inputs).reason == "INVALID_INDEX"
+
+
+def test_indexer_missing_tokens_fail_sorted_scores(indexer_case):
+    b, inputs, ref = indexer_case
+    fewer = ref.clone()
+    n = int((fewer[0] >= 0).sum())
+    fewer[0, n - 1] = -1                          # drop one chosen token
+    r = _idx(b, fewer, ref, inputs)
+    assert not r.passed and r.reason == "TOLERANCE"
+    assert _idx(b, torch.full_like(ref, -1), ref, inputs).reason == "TOLERANCE"
+
+
+def test_unknown_checker():
+    with pytest.raises(ValueError):
+        check_outputs("nope", {}, {}, TOL, {})

@@ -1,0 +1,84 @@
+"""Device-ceiling cache and the hidden split's salt."""
+
+import json
+import os
+import stat
+
+import pytest
+import torch
+
+from kernelwright.gate import device_info, hidden
+
+
+def test_ceilings_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path))
+    assert device_info.load_ceilings(torch.device("cpu")) is None
+    measured = {"copy_bandwidth_Bps": 1e11, "bf16_flops": 1e12, "fp8_flops": 2e12}
+    (tmp_path / "devices.json").write_text(json.dumps({"cpu": {"measured": measured, "source": "test"}}))
+    got = device_info.load_ceilings(torch.device("cpu"))
+    assert got["measured"] == measured and got["peak"] == measured and got["source"] == "test"
+    # a known GPU: the datasheet peak stays the peak even when a measurement is cached
+    monkeypatch.setattr(device_info, "device_name", lambda d: "NVIDIA H200")
+    assert device_info.load_ceilings(torch.device("cpu")) == device_info.KNOWN_DEVICES["NVIDIA H200"]
+    (tmp_path / "devices.json").write_text(json.dumps({"NVIDIA H200": {"measured": measured, "source": "m"}}))
+    got = device_info.load_ceilings(torch.device("cpu"))
+    assert got["measured"] == measured and got["peak"] == device_info.KNOWN_DEVICES["NVIDIA H200"]["peak"]
+    (tmp_path / "devices.json").write_text("{not json")
+    assert device_info.load_ceilings(torch.device("cpu")) == device_info.KNOWN_DEVICES["NVIDIA H200"]
+
+
+def test_measure_needs_cuda():
+    with pytest.raises(RuntimeError):
+        device_info.measure_ceilings(torch.device("cpu"), save=False)
+
+
+def test_hidden_salt_file_and_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path))
+    monkeypatch.delenv("KERNELWRIGHT_HIDDEN_SALT", raising=False)
+    salt = hidden.hidden_salt()
+    path = tmp_path / "hidden_salt"
+    assert len(salt) == 64 and path.read_text().strip() == salt
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert hidden.hidden_salt() == salt                    # stable
+    monkeypatch.setenv("KERNELWRIGHT_HIDDEN_SALT", "from-env")
+    assert hidden.hidden_salt() == "from-env"
+
+
+def test_held_out_workloads_exclude_public_shapes():
+    from kernelwright import definitions
+
+    for name in ("demo", "indexer", "attention", "moe"):
+        b = definitions.get(name)
+        public = {tuple(sorted(b.definition.axis_values(w.axes).items())) for w in b.public_workloads()}
+        for salt in ("s1", "s2", "s3"):
+            held = hidden.held_out_workloads(b, salt)
+            keys = [tuple(sorted(b.definition.axis_values(w.axes).items())) for w in held]
+            assert not (set(keys) & public) and len(keys) == len(set(keys))
+    demo = definitions.get("demo")
+    small = hidden.held_out_workloads(demo, "s1", keep=lambda a: a["num_tokens"] <= 64)
+    assert all(w.axes["num_tokens"] <= 64 for w in small)
+    assert hidden.held_out_workloads(demo, "s1") != hidden.held_out_workloads(demo, "s2")
+
+
+@pytest.mark.slow
+def test_worker_never_sees_the_hidden_salt(tmp_path, monkeypatch):
+    """The worker process is started without KERNELWRIGHT_HIDDEN_SALT in its environment."""
+    from kernelwright.gate.session import WorkerSession
+    from kernelwright.trace import Solution
+    from kernelwright.trace.solution import BuildSpec, SourceFile
+
+    monkeypatch.setenv("KERNELWRIGHT_HIDDEN_SALT", "top-secret")
+    monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path / "cache"))
+    src = ("import os\nassert 'KERNELWRIGHT_HIDDEN_SALT' not in os.environ\n"
+           "assert b'top-secret' not in open('/proc/self/environ', 'rb').read()\n\ndef run(x, weight, eps, y):\n    y.zero_()\n")
+    sol = Solution(name="salt_probe", definition="demo_rmsnorm_h512", author="t",
+                   spec=BuildSpec(language="python", target_hardware=["any"], entry_point="kernel.py::run"),
+                   sources=[SourceFile(path="kernel.py", content=src)])
+    session = WorkerSession(sol, "cpu", log_dir=tmp_path / "logs")
+    try:
+        reply = session.start()
+        assert reply.get("ok"), reply.get("error")
+        assert reply.get("tampered") == []
+        assert os.environ["KERNELWRIGHT_HIDDEN_SALT"] == "top-secret"
+    finally:
+        session.close()

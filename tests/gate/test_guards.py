@@ -1,0 +1,140 @@
+"""Static scan, kernel provenance (GPU names and the CPU/Triton rule), protected-file snapshots,
+reason codes."""
+
+import os
+import time
+
+import pytest
+
+from kernelwright.gate import guards
+
+
+def _codes(text, path="kernel.py"):
+    return {f.code for f in guards.static_scan({path: text})}
+
+
+def test_static_scan_flags_known_patterns():
+    assert "FRAME_INTROSPECTION" in _codes("import sys\nf = sys._getframe(1)\n")
+    assert "GC_INTROSPECTION" in _codes("import gc\nobjs = gc.get_objects()\n")
+    assert "THREADING" in _codes("import threading\n")
+    assert "PROCESSES" in _codes("import subprocess\n")
+    assert "IMPORTS_GATE" in _codes("from kernelwright.definitions import demo_rmsnorm\n")
+    assert "TORCH_MATMUL" in _codes("def run(a, b):\n    return torch.matmul(a, b)\n")
+    assert "SIDE_STREAM" in _codes("s = torch.cuda.Stream()\n")
+    assert "L2_PERSISTENCE" in _codes("attr.accessPolicyWindow = w\n")
+    assert "MONKEYPATCH" in _codes("import time\ntime.perf_counter = lambda: 0.0\n")
+    assert "MONKEYPATCH" in _codes("setattr(torch.cuda.Event, 'elapsed_time', f)\n")
+    assert "IDENTITY_KEYS" in _codes("key = x.data_ptr()\n")
+    assert "VENDOR_LIBRARY" in _codes("import flashinfer\n")
+
+
+def test_static_scan_ignores_comments_and_docstrings_and_is_advisory():
+    text = '"""Never call sys._getframe or gc.get_objects here."""\n# threading is not used\nimport torch\n'
+    assert _codes(text) == set()
+    # findings are (code, message) warnings, one per code, with a location
+    found = guards.static_scan({"kernel.py": "import gc\ngc.get_objects()\ngc.get_objects()\n"})
+    assert len(found) == 1 and found[0].message.startswith("kernel.py:2")
+
+
+def test_torch_matmul_only_flagged_in_python():
+    assert "TORCH_MATMUL" not in _codes("torch.matmul(a, b);", path="k.cu")
+
+
+def test_classify_kernel():
+    assert guards.classify_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64") == "vendor"
+    assert guards.classify_kernel("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN") == "vendor"
+    assert guards.classify_kernel("void at::native::vectorized_elementwise_kernel<4, ...>") == "torch"
+    assert guards.classify_kernel("_rmsnorm_rows") == "solution"
+    assert guards.classify_kernel("triton::_rmsnorm_rows") == "solution"
+    assert guards.classify_kernel("torch::mul") == "torch"
+    # a solution's own kernel whose name looks like a vendor's is still the solution's
+    assert guards.classify_kernel("fused_gemv_splitk_kernel") == "vendor"
+    assert guards.classify_kernel("fused_gemv_splitk_kernel", ["fused_gemv_splitk_kernel"]) == "solution"
+    assert guards.classify_kernel("void fused_gemv_splitk_kernel<128>(float*)", ["fused_gemv_splitk_kernel"]) == "solution"
+
+
+def test_own_kernel_names():
+    py = ("import triton\n@triton.jit\ndef _a(x):\n    pass\n\n@triton.autotune(configs=[], key=[])\n@triton.jit\n"
+          "def _bbb(x):\n    pass\n\ndef helper():\n    pass\n")
+    cu = "__global__ void __launch_bounds__(256) scale_kernel(float* x) {}\ntemplate <int N>\n__global__ void topk_k(int* y) {}\n"
+    assert guards.own_kernel_names({"k.py": py, "k.cu": cu}) == ["_bbb", "scale_kernel", "topk_k"]
+
+
+def test_gpu_provenance():
+    own = {"_rmsnorm_rows": [10, 50.0]}
+    assert guards.provenance_verdict(own)[0] is None
+    assert guards.provenance_verdict({"void at::native::reduce_kernel<...>": [10, 50.0]})[0] == guards.NO_KERNELS
+    mixed = {"_copy": [10, 5.0], "sm90_xmma_gemm_f32": [10, 80.0], "at::native::elementwise_kernel": [3, 10.0]}
+    assert guards.provenance_verdict(mixed)[0] == guards.VENDOR_KERNELS
+    mostly_own = {"_attn_fwd": [10, 90.0], "at::native::fill_kernel": [1, 10.0]}
+    assert guards.provenance_verdict(mostly_own)[0] is None
+    assert guards.provenance_verdict({}, cpu_ops=True)[0] is None
+    assert guards.provenance_verdict({"aten::mm": [1, 5.0]}, cpu_ops=True)[0] == guards.VENDOR_KERNELS
+
+
+def test_cpu_provenance_rule():
+    launches = {"triton::_rmsnorm_rows": [1, 1000.0]}
+    glue = {"torch::empty_like": [1, 1.0, 512], "torch::shape__get__": [2, 0.1, 0], "torch::view": [1, 0.1, 512]}
+    assert guards.cpu_provenance_verdict(launches, glue, 512, 1)[0] is None
+    # a call without a Triton launch
+    assert guards.cpu_provenance_verdict(launches, glue, 512, 0)[0] == guards.NO_KERNELS
+    assert guards.cpu_provenance_verdict({}, glue, 512, 1)[0] == guards.NO_KERNELS
+    # the host computes (the reference's ops) and a Triton kernel only copies
+    ref_ops = {"torch::pow": [1, 5.0, 512], "torch::mean": [1, 5.0, 512], "torch::rsqrt": [1, 2.0, 1]}
+    assert guards.cpu_provenance_verdict(launches, ref_ops, 512, 1)[0] == guards.VENDOR_KERNELS
+    # always-compute ops, whatever their size
+    assert guards.cpu_provenance_verdict(launches, {"torch::topk": [1, 1.0, 8]}, 10_000, 1)[0] == guards.VENDOR_KERNELS
+    # small host bookkeeping (e.g. a max over seq_lens) is fine
+    assert guards.cpu_provenance_verdict(launches, {"torch::max": [1, 1.0, 4]}, 4096, 1)[0] is None
+
+
+def test_op_name():
+    import torch
+
+    assert guards.op_name(torch.Tensor.__mul__) == "mul"
+    assert guards.op_name(torch.Tensor.__rmatmul__) == "matmul"
+    assert guards.op_name(torch.rsqrt) == "rsqrt"
+
+
+def test_file_snapshot_sees_edits_that_restore_mtime(tmp_path):
+    f = tmp_path / "reference.py"
+    f.write_text("x = 1\n")
+    log = tmp_path / "own.log"
+    log.write_text("")
+    before = guards.snapshot_files([str(tmp_path)], exclude=[str(log)])
+    log.write_text("worker output is not a change\n")
+    assert guards.changed_files(before, guards.snapshot_files([str(tmp_path)], exclude=[str(log)])) == []
+    st = os.stat(f)
+    time.sleep(0.01)
+    f.write_text("x = 2\n")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))       # a stealthy edit: same size, same mtime
+    after = guards.snapshot_files([str(tmp_path)], exclude=[str(log)])
+    assert str(f) in guards.changed_files(before, after)
+    (tmp_path / "planted.py").write_text("")
+    assert str(tmp_path / "planted.py") in guards.changed_files(after, guards.snapshot_files([str(tmp_path)], [str(log)]))
+
+
+def test_protected_roots(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path / "cache"))
+    roots = guards.protected_roots(tmp_path / "results")
+    assert any(r.endswith(os.path.join("kernelwright", "gate")) for r in roots)
+    assert any(r.endswith(os.path.join("kernelwright", "definitions")) for r in roots)
+    assert str(tmp_path / "cache") in roots and str(tmp_path / "results") in roots
+
+
+def test_every_reason_code_is_documented():
+    codes = {v for k, v in vars(guards).items() if k.isupper() and isinstance(v, str) and k == v}
+    assert codes <= set(guards.REASONS), codes - set(guards.REASONS)
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "gate.md")).read()
+    missing = [c for c in guards.REASONS if f"`{c}`" not in doc]
+    assert not missing, f"docs/gate.md does not describe {missing}"
+
+
+def test_bitwise_equal_and_overlaps():
+    import torch
+
+    a = torch.tensor([1.0, float("nan")])
+    assert guards.bitwise_equal(a, a.clone())
+    assert not guards.bitwise_equal(a, torch.tensor([1.0, 0.0]))
+    x = torch.zeros(8)
+    assert guards.overlaps(x[2:4], x) and not guards.overlaps(x, torch.zeros(8))

@@ -1,0 +1,130 @@
+"""Tamper detection (integrity snapshots) and the timed iterations' input specs (fresh inputs,
+twins)."""
+
+import random
+import statistics
+import time
+
+import pytest
+import torch
+
+from kernelwright.gate import fresh, integrity
+
+
+def test_integrity_sees_rebinding_code_swaps_and_shadowing():
+    snap = integrity.capture()
+    assert integrity.changed(snap) == []
+    original = time.perf_counter
+    original_median = statistics.median
+    try:
+        time.perf_counter = lambda: 0.0
+        labels = integrity.changed(snap)
+        assert "time.perf_counter" in labels
+        timer, other = integrity.split(labels)
+        assert "time.perf_counter" in timer and not other
+    finally:
+        time.perf_counter = original
+    assert integrity.changed(snap) == []
+    # swapping a function's code in place
+    code = statistics.median.__code__
+    try:
+        statistics.median.__code__ = (lambda data: 0).__code__
+        assert "statistics.median.__code__" in integrity.changed(snap)
+    finally:
+        statistics.median.__code__ = code
+    assert statistics.median is original_median and integrity.changed(snap) == []
+    # shadowing an inherited tensor method on the Python subclass
+    try:
+        torch.Tensor.copy_ = lambda self, other: self
+        assert "torch.Tensor.copy_" in integrity.changed(snap)
+    finally:
+        del torch.Tensor.copy_
+    assert integrity.changed(snap) == []
+
+
+def test_integrity_gate_modules_and_accept():
+    from kernelwright.gate import timing, worker
+
+    snap = integrity.capture()
+    saved = worker.T
+    try:
+        worker.T = object()
+        _, other = integrity.split(integrity.changed(snap))
+        assert "kernelwright.gate.worker.T" in other
+    finally:
+        worker.T = saved
+    saved_now = timing.now_s
+    try:
+        timing.now_s = lambda: 0.0
+        labels = integrity.changed(snap)
+        assert integrity.split(labels)[0] == ["kernelwright.gate.timing.now_s"]
+        integrity.accept(snap, labels)             # the gate's own change: accepted
+        assert integrity.changed(snap) == []
+    finally:
+        timing.now_s = saved_now
+
+
+def test_integrity_harness_attributes():
+    class H:
+        def __init__(self):
+            self.flusher = object()
+            self.fn = None
+
+    h = H()
+    snap = integrity.capture(h)
+    h.fn = print
+    assert "harness.fn" in integrity.changed(snap)
+    integrity.rebase(snap, h, ("fn",))
+    assert integrity.changed(snap) == []
+    h.flusher = object()
+    assert "harness.flusher" in integrity.changed(snap)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from kernelwright import definitions
+
+    b = definitions.get("demo").quick_variant()
+    return b, b.public_workloads()[1]
+
+
+def test_fresh_expand_is_deterministic_and_twins_change_one_block(demo):
+    b, w = demo
+    dev = torch.device("cpu")
+    a, a2 = fresh.expand(b, w, 11, dev), fresh.expand(b, w, 11, dev)
+    assert torch.equal(a["x"], a2["x"]) and torch.equal(a["weight"], a2["weight"])
+    assert not torch.equal(a["x"], fresh.expand(b, w, 12, dev)["x"])
+    n = a["x"].numel()
+    twin = fresh.expand(b, w, [11, 99, "x", 5, 40], dev)
+    diff = (twin["x"].view(-1) != a["x"].view(-1)).nonzero().view(-1)
+    assert diff.numel() > 0 and int(diff.min()) >= 5 and int(diff.max()) < 45
+    assert torch.equal(twin["weight"], a["weight"]) and twin["eps"] == a["eps"]
+    assert fresh.key([11, 99, "x", 5, 40]) == (11, 99, "x", 5, 40) and n == 7 * 512
+
+
+def test_twin_plan(demo):
+    b, w = demo
+    meta = [("x", [7, 512], "bfloat16"), ("weight", [512], "bfloat16"), ("eps", None, "float32")]
+    assert fresh.twin_target(meta) == ("x", 7 * 512)
+    assert fresh.twin_target([("idx", [4], "int32")]) is None
+    seeds = list(range(100, 112))
+    specs, j = fresh.plan_trial(seeds, warmup=2, nsets=2, input_meta=meta, ratio=1.0, rng=random.Random(0), donor_seed=7)
+    assert j is not None and j >= 4 and isinstance(specs[j], list)
+    assert specs[j][0] == seeds[j - 2] and specs[j][1] == 7 and specs[j][2] == "x"
+    assert all(specs[i] == seeds[i] for i in range(len(seeds)) if i != j)
+    # too few iterations for a twin on the same buffer set
+    assert fresh.plan_trial(seeds[:3], 2, 2, meta, 1.0, random.Random(0), 7)[1] is None
+    assert fresh.twin_fraction(1.0) == pytest.approx(1 / 16) and fresh.twin_fraction(0.9) == pytest.approx(0.25)
+
+
+def test_workload_context_checks_every_twin(demo):
+    from kernelwright.gate.evaluate import GateConfig, WorkloadContext
+
+    b, w = demo
+    ctx = WorkloadContext(b, w, GateConfig(device="cpu", warmup=1, iterations=4, trials=3))
+    for t in range(3):
+        # the twin is always checked; the other checked iteration is drawn by the worker after the call
+        assert ctx.twins[t] is not None and ctx.sample_plan[t] == {ctx.twins[t]: 0}
+        assert ctx.random_samples[t] == 1
+    off = WorkloadContext(b, w, GateConfig(device="cpu", warmup=1, iterations=4, trials=1, guards=False))
+    assert off.twins == [None] and off.sample_plan == [{}] and off.random_samples == [0]
