@@ -172,7 +172,7 @@ def _baseline_candidates(definition_name: str, device: str):
     for entry in all_baselines(definition_name):
         why = entry.availability() if device != "cpu" else "baselines need a CUDA device"
         role = "lower_bound" if entry.kind == "lower_bound" else "baseline"
-        cands.append(Candidate(entry.solution, entry.label, role=role, trusted=True, prepare=entry.prepare,
+        cands.append(Candidate(entry.solution, entry.label, role=role, trusted=True, prepare=entry.prepare_symbol,
                                requires_kernel=False, skip_reason=why))
     return cands
 
