@@ -368,15 +368,24 @@ def main():
     if not SMOKE:
         precompile(attn_cases, idx_cases, r.v1)
 
+    if not SMOKE and attn_cases:
+        r.record("host", "T=8", "costs", lambda: host_costs(attn_cases[max(attn_cases)]))
+
     # ---- attention
     for tokens, case in attn_cases.items():
         shape = f"T={tokens}"
-        A._graphs.clear()
-        A.USE_GRAPHS = True
+        A._entries.clear()
+        A.LAUNCH = "graph"
         r.record("attention", shape, "v2", lambda: r.full(case, attn_call(A, case), attn_check, attn_call(A, case)))
-        A.USE_GRAPHS = False
+        A._entries.clear()
+        A.LAUNCH = "direct"
+        r.record("attention", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep),
+                                                   "check_ev": [attn_check(case, s) for s in (0, 1)]})
+        A._entries.clear()
+        A.LAUNCH = None
         r.record("attention", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep)})
-        A.USE_GRAPHS = True
+        A.LAUNCH = "graph"
+        A._entries.clear()
         if "attn_v1" in r.v1:
             v1 = r.v1["attn_v1"]
             r.record("attention", shape, "v1", lambda: r.full(case, attn_call(v1, case), attn_check, attn_call(v1, case)))
@@ -384,12 +393,18 @@ def main():
     # ---- indexer
     for (batch, pages), case in idx_cases.items():
         shape = f"{batch}x{pages}"
-        I._graphs.clear()
-        I.USE_GRAPHS = True
+        I._entries.clear()
+        I.LAUNCH = "graph"
         r.record("indexer", shape, "v2", lambda: r.full(case, idx_call(I, case), idx_check, idx_call(I, case)))
-        I.USE_GRAPHS = False
+        I._entries.clear()
+        I.LAUNCH = "direct"
+        r.record("indexer", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep),
+                                                   "check_ev": [idx_check(case, s) for s in (0, 1)]})
+        I._entries.clear()
+        I.LAUNCH = None
         r.record("indexer", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep)})
-        I.USE_GRAPHS = True
+        I.LAUNCH = "graph"
+        I._entries.clear()
         if "idx_v1" in r.v1:
             v1 = r.v1["idx_v1"]
             r.record("indexer", shape, "v1", lambda: r.full(case, idx_call(v1, case), idx_check, idx_call(v1, case)))
@@ -430,6 +445,39 @@ def main():
     table(r.rows)
 
 
+def host_costs(case):
+    """Host-only costs on this machine (us): the launch-cache key of one attention call, the
+    capture check, and back-to-back cached calls (graph / direct) per call."""
+    a = case.sets[0]
+    o, l = case.outs[0]
+    sig = A._sig
+    n = 2000
+    t = time.perf_counter()
+    for _ in range(n):
+        key = (sig(a["q_nope"]), sig(a["q_pe"]), sig(a["ckv_cache"]), sig(a["kpe_cache"]),
+               sig(a["sparse_indices"]), sig(o), sig(l), float(a["sm_scale"]))
+    res = {"key_us": (time.perf_counter() - t) / n * 1e6}
+    t = time.perf_counter()
+    for _ in range(n):
+        torch.cuda.is_current_stream_capturing()
+    res["capturing_check_us"] = (time.perf_counter() - t) / n * 1e6
+    for mode in ("graph", "direct", None):
+        A.LAUNCH = mode
+        A._entries.clear()
+        f = lambda: A.run(**a, output=o, lse=l)
+        f()
+        f()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(200):
+            f()
+        torch.cuda.synchronize()
+        res[f"back_to_back_{mode}_us"] = (time.perf_counter() - t) / 200 * 1e6
+    A.LAUNCH = "graph"
+    A._entries.clear()
+    return res
+
+
 def profile_kernels(attn_cases, idx_cases, deadline):
     """Kernel names and device time per call of the shipped entry points (graph replay)."""
     from torch.profiler import ProfilerActivity, profile
@@ -464,6 +512,9 @@ def table(rows):
             for k, v in r["kernels"].items():
                 tot = sum(t for _, t in v.values())
                 print(f"profile {k}: {tot:.1f} us/call " + ", ".join(f"{n[:28]}x{c:g}" for n, (c, _) in v.items()))
+            continue
+        if r.get("kernel") == "host":
+            print("host costs:", {k: round(v, 2) for k, v in r.items() if isinstance(v, float)}, r.get("error", ""))
             continue
         m = " ".join(f"{k}={r[k]:7.1f}" for k in ("ev", "gr", "dev") if isinstance(r.get(k), float))
         chk = r.get("error") or ",".join(str(x) for x in ([*r.get("check_ev", [])] + ([r["check_graph"]] if "check_graph" in r else [])))

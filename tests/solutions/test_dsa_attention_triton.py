@@ -321,12 +321,13 @@ def test_gpu_latency_report(capsys):
 
 
 @pytest.mark.gpu
-def test_gpu_graph_cache():
-    """The in-solution CUDA-graph cache: two buffer sets used alternately with new contents
-    every call (each output checked), then the call captured inside a caller's graph and that
-    graph replayed on new contents."""
-    assert K.USE_GRAPHS
-    K._graphs.clear()
+@pytest.mark.parametrize("mode", ["graph", "direct"])
+def test_gpu_launch_cache(monkeypatch, mode):
+    """The in-solution launch cache (CUDA graph or recorded direct launches): two buffer sets
+    used alternately with new contents every call (each output checked), then the call
+    captured inside a caller's graph and that graph replayed on new contents."""
+    monkeypatch.setattr(K, "LAUNCH", mode)
+    K._entries.clear()
     full = get("attention")
     w = _workload(full, 2, 8462)
     sets = [_inputs(full, w, seed=40 + i, device="cuda") for i in range(2)]
@@ -344,7 +345,7 @@ def test_gpu_graph_cache():
         ref_out, ref_lse = full.reference(**sets[s])
         _gate_check("output", outs[s][0], ref_out)
         _gate_check("lse", outs[s][1], ref_lse)
-    assert len(K._graphs) == 2
+    assert len(K._entries) == 2 and all(K._entries.values())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         K.run(**sets[0], output=outs[0][0], lse=outs[0][1])

@@ -240,12 +240,13 @@ def test_gpu_timing_report():
 
 
 @pytest.mark.gpu
-def test_gpu_graph_cache():
-    """The in-solution CUDA-graph cache: two buffer sets used alternately with new contents
-    every call (each output checked), then the call captured inside a caller's graph and that
-    graph replayed on new contents."""
-    assert kernel.USE_GRAPHS
-    kernel._graphs.clear()
+@pytest.mark.parametrize("mode", ["graph", "direct"])
+def test_gpu_launch_cache(monkeypatch, mode):
+    """The in-solution launch cache (CUDA graph or recorded direct launches): two buffer sets
+    used alternately with new contents every call (each output checked), then the call
+    captured inside a caller's graph and that graph replayed on new contents."""
+    monkeypatch.setattr(kernel, "LAUNCH", mode)
+    kernel._entries.clear()
     sets = [_inputs(8, 45, 11923, seed=40 + i, device="cuda") for i in range(2)]
     outs = [torch.empty((8, TOPK), dtype=torch.int32, device="cuda") for _ in range(2)]
     for it in range(6):
@@ -256,7 +257,7 @@ def test_gpu_graph_cache():
         outs[s].fill_(12345)
         kernel.run(**sets[s], topk_indices=outs[s])
         _check(sets[s], outs[s], BUILTIN.reference(**sets[s]))
-    assert len(kernel._graphs) == 2
+    assert len(kernel._entries) == 2 and all(kernel._entries.values())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         kernel.run(**sets[0], topk_indices=outs[0])

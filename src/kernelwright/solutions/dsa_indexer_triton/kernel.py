@@ -380,15 +380,22 @@ def _arrival_counters(device, batch):
 
 
 def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices,
-            warmup=False):
-    """The launches of one call (``warmup``: compile only)."""
+            warmup=False, record=None):
+    """The launches of one call (``warmup``: compile only; ``record``: a list that receives
+    each launch's compiled kernel and full arguments).  Returns the workspaces."""
     batch, heads, head_dim = q_index_fp8.shape
     page_size = k_index_cache_fp8.shape[1]
     row_bytes = k_index_cache_fp8.shape[-1]
     max_pages = block_table.shape[1]
     topk = topk_indices.shape[1]
+    if batch == 0 or topk == 0:
+        return []
+    assert row_bytes == head_dim + 4 and (page_size * row_bytes) % 4 == 0
+    assert k_index_cache_fp8.is_contiguous() and q_index_fp8.stride(2) == 1
+    assert topk_indices.stride(1) == 1 and block_table.stride(1) == 1 and weights.stride(1) == 1
     topk_block = triton.next_power_of_2(topk)
     launches = []
+    scratch = []
 
     if max_pages * page_size <= topk:
         launches.append((_all_selected_kernel, (batch,), (
@@ -399,6 +406,7 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
         tokens = max_pages * page_size
         dev = q_index_fp8.device
         scores = torch.empty((batch, tokens), dtype=torch.float32, device=dev)
+        scratch.append(scores)
         k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
         k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
         tile = triton.next_power_of_2(tokens)
@@ -433,8 +441,11 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
     for fn, grid, args, meta in launches:
         if warmup:
             fn.warmup(*args, grid=grid, **meta)
-        else:
-            fn[grid](*args, **meta)
+            continue
+        compiled = fn[grid](*args, **meta)
+        if record is not None:
+            record.append(_launch_record(fn, compiled, grid, args, meta))
+    return scratch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,50 +453,88 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
 # is everything a captured launch bakes in -- data pointers, shapes, strides and dtypes of every
 # input and output.  Every replay recomputes from the current input contents.
 
-USE_GRAPHS = True
-_GRAPH_SLOTS = 8
-_NO_GRAPH = object()
-_graphs: "OrderedDict[tuple, object]" = OrderedDict()
+LAUNCH = "graph"        # "graph": replay a captured CUDA graph per call signature;
+                        # "direct": call the compiled kernels' launchers with recorded arguments;
+                        # None: the Triton JIT dispatcher on every call
+_SLOTS = 8              # small LRU of call signatures (the gate rotates 2 buffer sets)
+_entries: "OrderedDict[tuple, object]" = OrderedDict()
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def _sig(t):
     return t.data_ptr(), t.shape, t.stride(), t.dtype
 
 
-def _capture(launch):
+def _launch_record(fn, compiled, grid, args, meta):
+    """What one launch needs to be re-issued without the JIT dispatcher: the launcher, the
+    CUfunction, the packed metadata, the 3-d grid and every argument in signature order
+    (tensors as their device addresses; constexprs included, the launcher skips them)."""
+    full = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
+    full += tuple(meta[name] for name in fn.arg_names[len(args):])
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    launcher = compiled.run
+    return launcher, compiled.function, compiled.packed_metadata, grid, full
+
+
+def _direct_entry(records, scratch, device_index):
+    """Re-issue the recorded launches on the current stream.  ``scratch`` (this signature's
+    workspaces) stays referenced here for as long as the entry lives."""
+    def launch():
+        hook = triton.knobs.runtime.launch_enter_hook      # an empty HookChain unless a
+        if hook is not None and getattr(hook, "calls", True):  # profiler listens: then JIT
+            raise _UseJit
+        stream = _raw_stream(device_index)
+        for launcher, function, packed, (g0, g1, g2), full in records:
+            launcher(g0, g1, g2, stream, function, packed, None, None, None, *full)
+    launch.scratch = scratch
+    return launch
+
+
+class _UseJit(Exception):
+    pass
+
+
+def _new_entry(args):
+    """First call of a signature: launch through the JIT (compiling if needed; the outputs of
+    this call are written by it), then build what later calls replay."""
+    if LAUNCH == "direct" and _raw_stream is not None:
+        records = []
+        scratch = _launch(*args, record=records)
+        return _direct_entry(records, scratch, args[0].device.index)
+    _launch(*args)
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            launch()
-    except Exception:  # not capturable here: keep the (already written) eager result
-        return _NO_GRAPH
-    return graph
+            _launch(*args)
+    except Exception:  # not capturable here: this signature stays on the JIT path
+        return None
+    return graph.replay
+
+
+def _cached_call(key, args):
+    """Replay the entry of ``key`` (creating it on the first call); False: use the JIT path."""
+    entry = _entries.get(key)
+    if entry is None:
+        if key in _entries:
+            return False
+        _entries[key] = _new_entry(args)
+        if len(_entries) > _SLOTS:
+            _entries.popitem(last=False)
+        return True
+    _entries.move_to_end(key)
+    try:
+        entry()
+    except _UseJit:
+        return False
+    return True
 
 
 def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices):
-    batch, heads, head_dim = q_index_fp8.shape
-    row_bytes = k_index_cache_fp8.shape[-1]
-    page_size = k_index_cache_fp8.shape[1]
-    topk = topk_indices.shape[1]
-    if batch == 0 or topk == 0:
-        return topk_indices
-    assert row_bytes == head_dim + 4 and (page_size * row_bytes) % 4 == 0
-    assert k_index_cache_fp8.is_contiguous() and q_index_fp8.stride(2) == 1
-    assert topk_indices.stride(1) == 1 and block_table.stride(1) == 1 and weights.stride(1) == 1
     args = (q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices)
-    if USE_GRAPHS and q_index_fp8.is_cuda and not torch.cuda.is_current_stream_capturing():
+    if LAUNCH and q_index_fp8.is_cuda and not torch.cuda.is_current_stream_capturing():
         key = (_sig(q_index_fp8), _sig(k_index_cache_fp8), _sig(weights), _sig(seq_lens),
                _sig(block_table), _sig(topk_indices))
-        graph = _graphs.get(key)
-        if graph is None:
-            _launch(*args)
-            _graphs[key] = _capture(lambda: _launch(*args))
-            if len(_graphs) > _GRAPH_SLOTS:
-                _graphs.popitem(last=False)
-            return topk_indices
-        _graphs.move_to_end(key)
-        if graph is not _NO_GRAPH:
-            graph.replay()
+        if _cached_call(key, args):
             return topk_indices
     _launch(*args)
     return topk_indices
