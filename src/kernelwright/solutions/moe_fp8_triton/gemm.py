@@ -29,12 +29,22 @@ def _gemm1_kernel(
     T, R,
     H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr,
+    SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     pid = tl.program_id(0)
     NUM_N: tl.constexpr = I // BLOCK_N
-    pid_m = pid // NUM_N
-    pid_n = pid % NUM_N
+    # program id -> (M-block, N-block).  GROUP_M = 1: N fastest (one M-block's tiles are
+    # consecutive); GROUP_M > 1: groups of GROUP_M M-blocks sweep N together, M fastest inside
+    # a group, so the M-blocks of one expert share each weight tile through L2.
+    if GROUP_M == 1:
+        pid_m = pid // NUM_N
+        pid_n = pid % NUM_N
+    else:
+        width = GROUP_M * NUM_N
+        first_m = (pid // width) * GROUP_M
+        gsize = tl.minimum(R // BLOCK_M - first_m, GROUP_M)
+        pid_m = first_m + (pid % width) % gsize
+        pid_n = (pid % width) // gsize
     expert = tl.load(block_expert_ptr + pid_m)
     if expert < 0:
         return
@@ -42,7 +52,10 @@ def _gemm1_kernel(
 
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
+    # each K step of BLOCK_K runs NSUB dots of KS = min(BLOCK_K, 128) columns, one scale each
+    KS: tl.constexpr = BLOCK_K if BLOCK_K < SCALE_BLK else SCALE_BLK
+    NSUB: tl.constexpr = BLOCK_K // KS
+    offs_k = tl.arange(0, KS)
     rows = pid_m * BLOCK_M + offs_m                         # padded rows of this block
     row_ok = offs_m < n_valid
     pair = tl.load(sorted_ptr + rows, mask=row_ok, other=0)
@@ -62,15 +75,16 @@ def _gemm1_kernel(
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, H // BLOCK_K):
-        kb = (k * BLOCK_K) // SCALE_BLK
-        a = tl.load(a_ptrs)
-        a_s = tl.load(as_ptrs + kb * T)
-        wu = tl.load(wu_ptrs)
-        wg = tl.load(wg_ptrs)
-        s_u = tl.load(su_ptr + kb)
-        s_g = tl.load(sg_ptr + kb)
-        acc_u += tl.dot(a, wu) * (a_s[:, None] * s_u)
-        acc_g += tl.dot(a, wg) * (a_s[:, None] * s_g)
+        for s in tl.static_range(NSUB):
+            kb = (k * BLOCK_K + s * KS) // SCALE_BLK
+            a = tl.load(a_ptrs + s * KS)
+            a_s = tl.load(as_ptrs + kb * T)
+            wu = tl.load(wu_ptrs + s * KS)
+            wg = tl.load(wg_ptrs + s * KS)
+            s_u = tl.load(su_ptr + kb)
+            s_g = tl.load(sg_ptr + kb)
+            acc_u += tl.dot(a, wu) * (a_s[:, None] * s_u)
+            acc_g += tl.dot(a, wg) * (a_s[:, None] * s_g)
         a_ptrs += BLOCK_K
         wu_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
@@ -94,23 +108,38 @@ def _gemm1_kernel(
 @triton.jit(do_not_specialize=["R"])
 def _gemm2_kernel(
     c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr, y_ptr,
+    sorted_ptr, weights_ptr, out_ptr,
     R,
-    H: tl.constexpr, I: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    SCALE_BLK: tl.constexpr,
+    H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, QG: tl.constexpr,
+    SCALE_BLK: tl.constexpr, GROUP_M: tl.constexpr, COMBINE: tl.constexpr,
 ):
-    """BLOCK_K equals GEMM1's BLOCK_N (the C quantisation group): one C scale per K step."""
+    """O = C W2[e]^T.  BLOCK_K is a multiple of QG (GEMM1's BLOCK_N, the C quantisation
+    group): each K step runs BLOCK_K/QG dots, one C scale each.
+    COMBINE = False: O -> bf16 rows of y at the padded rows (the reduce kernel sums them).
+    COMBINE = True: the top-k reduction fused here: out[token] += w[pair] * O with bf16
+    atomics (out zeroed by the routing kernel); y is unused."""
     pid = tl.program_id(0)
     NUM_N: tl.constexpr = H // BLOCK_N
-    pid_m = pid // NUM_N
-    pid_n = pid % NUM_N
+    # program id -> (M-block, N-block).  GROUP_M = 1: N fastest (one M-block's tiles are
+    # consecutive); GROUP_M > 1: groups of GROUP_M M-blocks sweep N together, M fastest inside
+    # a group, so the M-blocks of one expert share each weight tile through L2.
+    if GROUP_M == 1:
+        pid_m = pid // NUM_N
+        pid_n = pid % NUM_N
+    else:
+        width = GROUP_M * NUM_N
+        first_m = (pid // width) * GROUP_M
+        gsize = tl.minimum(R // BLOCK_M - first_m, GROUP_M)
+        pid_m = first_m + (pid % width) % gsize
+        pid_n = (pid % width) // gsize
     expert = tl.load(block_expert_ptr + pid_m)
     if expert < 0:
         return
     n_valid = tl.load(block_rows_ptr + pid_m)
 
     offs_m = tl.arange(0, BLOCK_M)
-    offs_k = tl.arange(0, BLOCK_K)
+    offs_k = tl.arange(0, QG)
     rows = pid_m * BLOCK_M + offs_m
     row_ok = offs_m < n_valid
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -121,36 +150,52 @@ def _gemm2_kernel(
     KB: tl.constexpr = I // SCALE_BLK
     ws_ptrs = w_scale_ptr + expert * ((H // SCALE_BLK) * KB) + (offs_n // SCALE_BLK) * KB
     cs_ptrs = c_scale_ptr + rows
+    NSUB: tl.constexpr = BLOCK_K // QG
 
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, I // BLOCK_K):
-        kb = (k * BLOCK_K) // SCALE_BLK
-        c = tl.load(c_ptrs, mask=row_ok[:, None], other=0.0)   # padding rows were never written
-        c_s = tl.load(cs_ptrs + k * R, mask=row_ok, other=0.0)
-        w = tl.load(w_ptrs)
-        w_s = tl.load(ws_ptrs + kb)
-        acc += tl.dot(c, w) * (c_s[:, None] * w_s[None, :])
+        for s in tl.static_range(NSUB):
+            kq = k * NSUB + s                                       # C quantisation group
+            c = tl.load(c_ptrs + s * QG, mask=row_ok[:, None], other=0.0)  # padding: unwritten
+            c_s = tl.load(cs_ptrs + kq * R, mask=row_ok, other=0.0)
+            w = tl.load(w_ptrs + s * QG)
+            w_s = tl.load(ws_ptrs + (kq * QG) // SCALE_BLK)
+            acc += tl.dot(c, w) * (c_s[:, None] * w_s[None, :])
         c_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
 
-    y_ptrs = y_ptr + rows.to(tl.int64)[:, None] * H + offs_n[None, :]
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=row_ok[:, None])
+    if COMBINE:
+        pair = tl.load(sorted_ptr + rows, mask=row_ok, other=0)
+        tok = pair // TOP_K
+        wgt = tl.load(weights_ptr + pair, mask=row_ok, other=0.0)
+        o_ptrs = out_ptr + tok.to(tl.int64)[:, None] * H + offs_n[None, :]
+        tl.atomic_add(o_ptrs, (acc * wgt[:, None]).to(out_ptr.dtype.element_ty),
+                      mask=row_ok[:, None], sem="relaxed")
+    else:
+        y_ptrs = y_ptr + rows.to(tl.int64)[:, None] * H + offs_n[None, :]
+        tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=row_ok[:, None])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T"])
 def _reduce_kernel(
-    y_ptr, pair_row_ptr, weights_ptr, out_ptr,
-    H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_H: tl.constexpr,
+    y_ptr, pair_row_ptr, weights_ptr, out_ptr, T,
+    H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr,
 ):
-    t = tl.program_id(0).to(tl.int64)
+    """out[t] = sum_k w[t,k] * y[pair_row[t,k]] over the local k, in top-k order (fp32)."""
+    pid_t = tl.program_id(0)
     pid_h = tl.program_id(1)
-    kk = tl.arange(0, TOP_K)
-    row = tl.load(pair_row_ptr + t * TOP_K + kk)              # -1: expert not local
-    w = tl.load(weights_ptr + t * TOP_K + kk)
-    is_loc = row >= 0
+    t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
+    t_ok = t < T
+    t64 = t.to(tl.int64)
     offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     h_ok = offs_h < H
-    y = tl.load(y_ptr + tl.where(is_loc, row, 0).to(tl.int64)[:, None] * H + offs_h[None, :],
-                mask=is_loc[:, None] & h_ok[None, :], other=0.0).to(tl.float32)
-    acc = tl.sum(y * tl.where(is_loc, w, 0.0)[:, None], axis=0)   # fixed order: deterministic
-    tl.store(out_ptr + t * H + offs_h, acc.to(out_ptr.dtype.element_ty), mask=h_ok)
+    acc = tl.zeros([BLOCK_T, BLOCK_H], dtype=tl.float32)
+    for k in tl.static_range(TOP_K):
+        row = tl.load(pair_row_ptr + t64 * TOP_K + k, mask=t_ok, other=-1)   # -1: not local
+        w = tl.load(weights_ptr + t64 * TOP_K + k, mask=t_ok, other=0.0)
+        is_loc = row >= 0
+        y = tl.load(y_ptr + tl.where(is_loc, row, 0).to(tl.int64)[:, None] * H + offs_h[None, :],
+                    mask=is_loc[:, None] & h_ok[None, :], other=0.0).to(tl.float32)
+        acc += y * tl.where(is_loc, w, 0.0)[:, None]                # fixed order: deterministic
+    tl.store(out_ptr + t64[:, None] * H + offs_h[None, :], acc.to(out_ptr.dtype.element_ty),
+             mask=t_ok[:, None] & h_ok[None, :])

@@ -1,16 +1,24 @@
 """Entry point: fused DeepSeek-V3 FP8 block-scale MoE (destination-passing style).
 
-Five Triton launches and one memset per call, no host synchronisation, every grid sized from
-shapes only (upper bounds; surplus programs exit at once):
+Per call, Triton launches and one memset, no host synchronisation, every grid sized from shapes
+only (upper bounds; surplus programs exit at once):
   counts zeroing   memset of E_local int32
-  routing   grid cdiv(T, BLOCK_T)       topk ids/weights [T,8], counts[e] and each local pair's
-                                        slot via atomics
+  routing   grid cdiv(T, ROUTE_BT)      topk ids/weights [T,8], counts[e] and each local pair's
+                                        slot via atomics; with COMBINE also zeroes the output
   align     grid cdiv(max(8T, MB), 256) pair -> padded row, row -> pair, M-block -> expert/rows
   gemm1     grid MB * (I / QG)          C = silu(gate) * up -> fp8 [R, I] + scales [I/QG, R]
-  gemm2     grid MB * (H / BN2)         O = C W2^T -> bf16 rows [R, H]
-  reduce    grid (T, cdiv(H, 1024))     out[t] = sum_k w[t,k] O[row(t,k)] (fp32) -> bf16;
+  gemm2     grid MB * (H / BN2)         O = C W2^T; COMBINE: out[t] += w * O (bf16 atomics),
+                                        else bf16 rows [R, H] for the reduce
+  reduce    (not with COMBINE)          out[t] = sum_k w[t,k] O[row(t,k)] (fp32) -> bf16;
                                         exactly 0 for tokens without a local expert
 MB = max_m_blocks(T, E_local, BLOCK_M) (routing.py) and R = MB * BLOCK_M.
+
+CUDA graphs: on a CUDA device the whole call is captured once per key (the first call for a key
+runs eagerly and then captures; later calls replay).  The key holds everything the capture bakes
+in: every tensor's data_ptr, shape, stride and dtype, the device, the two Python scalars and the
+config.  Replays recompute everything from the current contents of the same buffers, so nothing
+is cached but the launch sequence.  A small LRU bounds the graphs (and their memory pools).
+Inside someone else's capture (the caller graphs us) the call runs eagerly.
 """
 
 import torch
@@ -19,20 +27,24 @@ import triton
 from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm2_kernel, _reduce_kernel
 from .routing import TOP_K, align, route
 
-# (max T, config), first match wins.  QG is both GEMM1's BLOCK_N (one C quantisation group per
-# tile row) and GEMM2's BLOCK_K.  Small T streams weights: BLOCK_M = 16 (the smallest useful dot
-# M; mma.sync) and 64-wide tiles for more programs per expert; T up to 2048: BLOCK_M = 32;
-# beyond: BLOCK_M = 64 (wgmma), 128-wide tiles.  Warps/stages chosen from an sm_90 AOT compile
-# (no spills; registers: g1 82/156/172, g2 48/92/99; smem g1 54/72/120 KB, g2 15/60/96 KB).
+# CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
+# (max T, config), first match wins; v2 defaults before the H200 sweep.  QG = GEMM1's BLOCK_N
+# (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
-    (256, dict(BLOCK_T=8, BLOCK_M=16, QG=64, G1_BLOCK_K=128, G1_WARPS=4, G1_STAGES=4,
-               G2_BLOCK_N=64, G2_WARPS=4, G2_STAGES=4)),
-    (2048, dict(BLOCK_T=8, BLOCK_M=32, QG=128, G1_BLOCK_K=128, G1_WARPS=8, G1_STAGES=3,
-                G2_BLOCK_N=128, G2_WARPS=8, G2_STAGES=4)),
-    (None, dict(BLOCK_T=8, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8, G1_STAGES=3,
-                G2_BLOCK_N=128, G2_WARPS=8, G2_STAGES=4)),
+    (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=128, G1_WARPS=4,
+               G1_STAGES=4, G1_GROUP=1, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
+               G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
+    (2048, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=32, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
+                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
+    (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
+                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
 )
-REDUCE_BLOCK_H = 1024
+# CONFIGS-END
+
+_GRAPH_SLOTS = 4          # LRU size: the gate rotates 2 buffer sets per workload
+_graphs = {}              # key -> torch.cuda.CUDAGraph (insertion order = recency)
 
 
 def config_for(num_tokens: int) -> dict:
@@ -50,28 +62,22 @@ def _largest_divisor_tile(n: int, want: int) -> int:
     return tile
 
 
-def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
-        gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
-        routed_scaling_factor, output, *, config=None):
-    """Writes every element of ``output`` [T, H] bf16.  ``config`` overrides the T-keyed
-    block-size table (tests use it to cover every table entry at small T)."""
+def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+             gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
+             routed_scaling_factor, output, cfg):
     T, H = hidden_states.shape
     num_local = gemm1_weights.shape[0]
     I = gemm2_weights.shape[2]
-    if T == 0:
-        return
-    if H % SCALE_BLOCK or I % SCALE_BLOCK or gemm1_weights.shape[1] != 2 * I:
-        raise ValueError("inconsistent MoE shapes")
-    cfg = dict(config or config_for(T))
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
-    if SCALE_BLOCK % qg or SCALE_BLOCK % cfg["G1_BLOCK_K"] or qg < 32 or bm < 16:
-        raise ValueError(f"bad MoE config {cfg}")
     g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
+    g2_bk = cfg["G2_BLOCK_K"]
+    combine = bool(cfg["COMBINE"])
     dev = hidden_states.device
 
     ids, weights, slots, counts = route(routing_logits.contiguous(), routing_bias.contiguous(),
                                         local_expert_offset, routed_scaling_factor, num_local,
-                                        block_t=cfg["BLOCK_T"])
+                                        block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"],
+                                        zero_out=output if combine else None)
     sorted_pairs, pair_row, block_expert, block_rows, mb = align(
         ids, slots, counts, local_expert_offset, num_local, bm)
     R = mb * bm
@@ -83,20 +89,88 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
         gemm1_weights_scale.contiguous(), sorted_pairs, block_expert, block_rows, c, c_scale,
         T, R, H=H, I=I, TOP_K=TOP_K,
         BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"], SCALE_BLK=SCALE_BLOCK,
-        FP8_MAX_C=FP8_MAX, num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
+        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"],
+        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
 
-    y = torch.empty((R, H), dtype=torch.bfloat16, device=dev)
+    y = c if combine else torch.empty((R, H), dtype=torch.bfloat16, device=dev)
     _gemm2_kernel[(mb * (H // g2_bn),)](
         c, c_scale, gemm2_weights.contiguous(), gemm2_weights_scale.contiguous(),
-        block_expert, block_rows, y,
-        R, H=H, I=I,
-        BLOCK_M=bm, BLOCK_N=g2_bn, BLOCK_K=qg, SCALE_BLK=SCALE_BLOCK,
+        block_expert, block_rows, y, sorted_pairs, weights, output,
+        R, H=H, I=I, TOP_K=TOP_K,
+        BLOCK_M=bm, BLOCK_N=g2_bn, BLOCK_K=g2_bk, QG=qg, SCALE_BLK=SCALE_BLOCK,
+        GROUP_M=cfg["G2_GROUP"], COMBINE=combine,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
+    if combine:
+        return
 
-    block_h = min(REDUCE_BLOCK_H, triton.next_power_of_2(H))
-    _reduce_kernel[(T, triton.cdiv(H, block_h))](
-        y, pair_row, weights, output, H=H, TOP_K=TOP_K, BLOCK_H=block_h,
-        num_warps=4, num_stages=1,
+    rbt = cfg["RED_BT"]
+    block_h = min(cfg["RED_BH"], triton.next_power_of_2(H))
+    _reduce_kernel[(triton.cdiv(T, rbt), triton.cdiv(H, block_h))](
+        y, pair_row, weights, output, T, H=H, TOP_K=TOP_K, BLOCK_T=rbt, BLOCK_H=block_h,
+        num_warps=cfg["RED_WARPS"], num_stages=1,
     )
+
+
+def _graph_key(tensors, output, local_expert_offset, routed_scaling_factor, config):
+    """Everything a capture bakes in.  Without an explicit config the config is a function of
+    the shapes, which the key holds."""
+    key = [output.device.index, int(local_expert_offset), float(routed_scaling_factor),
+           None if config is None else tuple(config.items())]
+    for t in tensors + (output,):
+        key += (t.data_ptr(), t.dtype, t.shape, t.stride())
+    return tuple(key)
+
+
+def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+        gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
+        routed_scaling_factor, output, *, config=None, graph=None):
+    """Writes every element of ``output`` [T, H] bf16.  ``config`` overrides the T-keyed
+    block-size table (tests use it to cover every table entry at small T); ``graph`` = False
+    forces eager launches (default: CUDA-graph replay on CUDA devices)."""
+    tensors = (routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+               gemm1_weights_scale, gemm2_weights, gemm2_weights_scale)
+    key = None
+    if (hidden_states.is_cuda if graph is None else graph) and \
+            not torch.cuda.is_current_stream_capturing():
+        key = _graph_key(tensors, output, local_expert_offset, routed_scaling_factor, config)
+        g = _graphs.pop(key, None)
+        if g is not None:
+            _graphs[key] = g          # most recent last
+            g.replay()
+            return
+
+    T, H = hidden_states.shape
+    I = gemm2_weights.shape[2]
+    if T == 0:
+        return
+    if H % SCALE_BLOCK or I % SCALE_BLOCK or gemm1_weights.shape[1] != 2 * I:
+        raise ValueError("inconsistent MoE shapes")
+    cfg = dict(config or config_for(T))
+    qg = cfg["QG"]
+    if SCALE_BLOCK % qg or qg < 32 or cfg["BLOCK_M"] < 16 or cfg["G2_BLOCK_K"] % qg:
+        raise ValueError(f"bad MoE config {cfg}")
+    if cfg["G1_BLOCK_K"] < SCALE_BLOCK:
+        if SCALE_BLOCK % cfg["G1_BLOCK_K"] or cfg["G1_BLOCK_K"] < 32:
+            raise ValueError(f"bad MoE config {cfg}")
+    else:   # K steps wider than a scale block: a power-of-two multiple dividing H
+        cfg["G1_BLOCK_K"] = _largest_divisor_tile(H, cfg["G1_BLOCK_K"])
+    cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+    dst = output
+    if not output.is_contiguous():   # the kernels write row-major [T, H]
+        dst = torch.empty((T, H), dtype=output.dtype, device=output.device)
+    args = tensors + (local_expert_offset, routed_scaling_factor, dst, cfg)
+
+    if key is not None and dst is output:
+        _forward(*args)               # this call's result (and the first-time compiles)
+        while len(_graphs) >= _GRAPH_SLOTS:
+            _graphs.pop(next(iter(_graphs)))
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            _forward(*args)
+        _graphs[key] = g
+        return
+    _forward(*args)
+    if dst is not output:
+        output.copy_(dst)

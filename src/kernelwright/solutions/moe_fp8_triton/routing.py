@@ -12,66 +12,75 @@ Row layout shared by every kernel of one call (BLOCK_M fixed per call):
 The order of pairs inside a segment is whatever the atomics gave, which is harmless: every row
 of a GEMM tile is computed independently of the other rows, and the final reduce sums each
 token's rows in top-k order, so the output is bitwise deterministic.
+
+Routing kernel (v2): every arg-max is ONE integer max over packed keys
+  key = (order-preserving int32 of the fp32 score) << 32 | (index complement)
+so the largest score wins and, among equal scores, the lowest index (one reduction per pick
+instead of a max and an arg-min); the top-4 groups come from one rank count over the 8x8
+group comparisons.  12 reductions per token instead of 28, and at one warp per program none of
+them crosses warps (no shared memory, no barriers).
 """
 
 import torch
 import triton
 import triton.language as tl
 
+_KEY_MIN = tl.constexpr(-9223372036854775807 - 1)   # int64 min: below every packed key
+
 
 @triton.jit(do_not_specialize=["T", "local_offset"])
 def _routing_kernel(
-    logits_ptr, bias_ptr, ids_ptr, weights_ptr, slots_ptr, counts_ptr,
+    logits_ptr, bias_ptr, ids_ptr, weights_ptr, slots_ptr, counts_ptr, out_ptr,
     T, local_offset, scaling,
     NUM_EXPERTS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
     TOP_K: tl.constexpr, NUM_LOCAL: tl.constexpr, BLOCK_T: tl.constexpr,
+    OUT_H: tl.constexpr, ZERO_OUT: tl.constexpr,
 ):
     """BLOCK_T tokens per program: ids/weights/slots [T, TOP_K]; counts[local] += hits.
-
-    (Reductions are kept few on purpose: under the Triton interpreter every tl.max/tl.sum is a
-    nested jit call that costs milliseconds.)"""
+    ZERO_OUT: also zero the tokens' output rows [T, OUT_H] (GEMM2 then accumulates into them
+    with atomics)."""
     GROUP_SIZE: tl.constexpr = NUM_EXPERTS // N_GROUP
     pid = tl.program_id(0)
     offs_t = pid * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = offs_t < T
     row_base = logits_ptr + offs_t.to(tl.int64) * NUM_EXPERTS
 
-    # group score = sum of the group's top-2 biased scores (one occurrence of the max removed)
+    # biased scores [BT, G, S], packed with the expert's complement index (31 - j)
     g = tl.arange(0, N_GROUP)
     j = tl.arange(0, GROUP_SIZE)
-    e3 = g[:, None] * GROUP_SIZE + j[None, :]                      # [G, S] expert ids
+    e3 = g[:, None] * GROUP_SIZE + j[None, :]                       # [G, S] expert ids
     x3 = tl.load(row_base[:, None, None] + e3[None, :, :], mask=t_ok[:, None, None],
                  other=0.0).to(tl.float32)
     b3 = 1.0 / (1.0 + tl.exp(-x3)) + tl.load(bias_ptr + e3).to(tl.float32)[None, :, :]
-    j3 = j[None, None, :]
-    m1 = tl.max(b3, axis=2)                                        # [BT, G]
-    i1 = tl.min(tl.where(b3 == m1[:, :, None], j3, GROUP_SIZE), axis=2)
-    m2 = tl.max(tl.where(j3 == i1[:, :, None], float("-inf"), b3), axis=2)
-    gscore = m1 + m2
+    bits3 = b3.to(tl.int32, bitcast=True)                           # order-preserving int32:
+    hi3 = tl.where(bits3 >= 0, bits3, bits3 ^ 0x7FFFFFFF).to(tl.int64) << 32   # flip negatives
+    key3 = hi3 | (NUM_EXPERTS - 1 - e3).to(tl.int64)[None, :, :]     # unique per expert
 
-    # the same scores flat [BT, E] for the expert selection
-    e2 = tl.arange(0, NUM_EXPERTS)[None, :]
-    x2 = tl.load(row_base[:, None] + e2, mask=t_ok[:, None], other=0.0).to(tl.float32)
-    b2 = 1.0 / (1.0 + tl.exp(-x2)) + tl.load(bias_ptr + e2).to(tl.float32)
-    grp2 = e2 // GROUP_SIZE
+    # group score = sum of the group's top-2 biased scores (one occurrence of the max removed)
+    k1 = tl.max(key3, axis=2)                                       # [BT, G]
+    k2 = tl.max(tl.where(key3 == k1[:, :, None], _KEY_MIN, key3), axis=2)
+    o1 = (k1 >> 32).to(tl.int32)                                    # back to fp32 (involution)
+    o2 = (k2 >> 32).to(tl.int32)
+    gscore = (tl.where(o1 >= 0, o1, o1 ^ 0x7FFFFFFF).to(tl.float32, bitcast=True)
+              + tl.where(o2 >= 0, o2, o2 ^ 0x7FFFFFFF).to(tl.float32, bitcast=True))
 
-    # keep the TOPK_GROUP best groups (ties: lowest group index)
-    g2 = g[None, :]
-    kept = e2 < 0                                                  # all False, [1, E]
-    for _ in tl.static_range(TOPK_GROUP):
-        best = tl.max(gscore, axis=1)
-        bi = tl.min(tl.where(gscore == best[:, None], g2, N_GROUP), axis=1)
-        gscore = tl.where(g2 == bi[:, None], float("-inf"), gscore)
-        kept = kept | (grp2 == bi[:, None])
+    # keep the TOPK_GROUP best groups (ties: lowest group index): rank by counting
+    gi = g[None, :, None]
+    gk = g[None, None, :]
+    ga = gscore[:, :, None]
+    gb = gscore[:, None, :]
+    beats = (gb > ga) | ((gb == ga) & (gk < gi))                    # [BT, G(self), G(other)]
+    rank = tl.sum(beats.to(tl.int32), axis=2)                       # [BT, G]
+    kept = rank < TOPK_GROUP
 
-    # top-TOP_K experts of the biased score inside the kept groups (ties: lowest expert id)
-    cand = tl.where(kept, b2, float("-inf"))
-    kk = tl.arange(0, TOP_K)[None, :]                               # [1, K]
+    # top-TOP_K experts inside the kept groups (ties: lowest expert id)
+    cand = tl.reshape(tl.where(kept[:, :, None], key3, _KEY_MIN), [BLOCK_T, NUM_EXPERTS])
+    kk = tl.arange(0, TOP_K)[None, :]                                # [1, K]
     ids = tl.zeros([BLOCK_T, TOP_K], dtype=tl.int32)
     for k in tl.static_range(TOP_K):
-        best = tl.max(cand, axis=1)                                 # [BT]
-        sel = tl.min(tl.where(cand == best[:, None], e2, NUM_EXPERTS - 1), axis=1)  # NaN-safe
-        cand = tl.where(e2 == sel[:, None], float("-inf"), cand)
+        best = tl.max(cand, axis=1)                                  # [BT]
+        sel = (NUM_EXPERTS - 1) - (best & 0x7FFFFFFF).to(tl.int32)
+        cand = tl.where(cand == best[:, None], _KEY_MIN, cand)
         ids = tl.where(kk == k, sel[:, None], ids)
 
     # weights: unbiased sigmoid of the selected, normalised (+1e-20), times the scaling factor
@@ -90,6 +99,15 @@ def _routing_kernel(
     tl.store(ids_ptr + out, ids, mask=st_mask)
     tl.store(weights_ptr + out, w, mask=st_mask)
     tl.store(slots_ptr + out, slot, mask=st_mask)
+
+    if ZERO_OUT:
+        ZH: tl.constexpr = 1024
+        offs_h = tl.arange(0, ZH)
+        o_row = out_ptr + offs_t.to(tl.int64)[:, None] * OUT_H
+        for h0 in tl.static_range(0, OUT_H, ZH):
+            tl.store(o_row + h0 + offs_h[None, :],
+                     tl.zeros([BLOCK_T, ZH], dtype=out_ptr.dtype.element_ty),
+                     mask=t_ok[:, None] & (h0 + offs_h[None, :] < OUT_H))
 
 
 @triton.jit(do_not_specialize=["num_pairs", "num_blocks", "local_offset"])
@@ -149,9 +167,10 @@ def max_m_blocks(num_tokens: int, num_local: int, block_m: int) -> int:
 
 
 def route(routing_logits, routing_bias, local_expert_offset, routed_scaling_factor, num_local,
-          block_t=4):
+          block_t=1, num_warps=1, zero_out=None):
     """Launch the routing kernel.  Returns (topk_ids [T,8] int32 global ids, topk_weights [T,8]
-    fp32, slots [T,8] int32 (-1 where the expert is not local), counts [num_local] int32)."""
+    fp32, slots [T,8] int32 (-1 where the expert is not local), counts [num_local] int32).
+    ``zero_out``: a [T, H] tensor the kernel also zeroes (or None)."""
     T, E = routing_logits.shape
     dev = routing_logits.device
     ids = torch.empty((T, TOP_K), dtype=torch.int32, device=dev)
@@ -160,9 +179,12 @@ def route(routing_logits, routing_bias, local_expert_offset, routed_scaling_fact
     counts = torch.zeros((num_local,), dtype=torch.int32, device=dev)
     _routing_kernel[(triton.cdiv(T, block_t),)](
         routing_logits, routing_bias, ids, weights, slots, counts,
+        ids if zero_out is None else zero_out,
         T, int(local_expert_offset), float(routed_scaling_factor),
         NUM_EXPERTS=E, N_GROUP=N_GROUP, TOPK_GROUP=TOPK_GROUP, TOP_K=TOP_K,
-        NUM_LOCAL=num_local, BLOCK_T=block_t, num_warps=4, num_stages=1,
+        NUM_LOCAL=num_local, BLOCK_T=block_t,
+        OUT_H=1 if zero_out is None else zero_out.shape[1], ZERO_OUT=zero_out is not None,
+        num_warps=num_warps, num_stages=1,
     )
     return ids, weights, slots, counts
 
