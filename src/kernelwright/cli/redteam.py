@@ -58,7 +58,8 @@ def redteam_cmd(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write every result to this JSON file."),
     canaries: Optional[bool] = typer.Option(None, "--canaries/--no-canaries",
                                             help="Run the zeros/constant canaries on every definition (default: on unless --case)."),
-    jobs: int = typer.Option(2, "--jobs", "-j", help="Cases evaluated at the same time (one worker each)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Cases evaluated at the same time, one worker each "
+                                       "(default: 2 on CPU, 1 on CUDA, where parallel workers would share the GPU's timer)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the cases' worker logs (default: a temp folder)."),
 ) -> None:
     """Run the red-team catalogue through the real gate: one adversarial solution per hack class
@@ -71,6 +72,8 @@ def redteam_cmd(
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     device = require_device(device)
+    if jobs is None:
+        jobs = 2 if device == "cpu" else 1
     ids = list(case) if case else None
     if ids:
         known = {c.id for c in CASES}

@@ -13,6 +13,7 @@ launches, replaced functions), and every decision is taken here, in the parent.
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
 from dataclasses import dataclass, field
@@ -463,6 +464,15 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             return bad, None
         if not reply.get("ok"):
             return _failed(ctx, run, reply, gate), None
+        if cfg.guards:
+            # the next reply must answer the next message: a forged early reply leaves the real
+            # one queued, and it would arrive here instead of the pong
+            nonce = int.from_bytes(os.urandom(8), "little")
+            pong = watch.request({"op": "ping", "nonce": nonce}, session.timeouts.call_s)
+            if pong.get("pong") != nonce:
+                session.kill()   # out of step: the next workload starts a fresh worker
+                return _rejected(ctx, run, guards.GATE_TAMPERED,
+                                 "the worker's replies are out of step with the parent's messages", gate), None
         s = reply["samples"]
         sampled = {int(k): int(v) for k, v in (reply.get("sampled") or {}).items()}
         free = set(msg["random_slots"])

@@ -96,8 +96,11 @@ CASES: List[Case] = [
          why="clocks and events are bound before the solution is imported: the latency stays >= the 20 ms sleep"),
     Case("forge_reply", "forges the worker's reply", "demo", _r("GATE_TAMPERED"), "H12", min_latency_ms=19.0,
          why="the message loop holds the pipe and the handlers as locals: the forgery never reaches the parent"),
+    Case("forge_early_reply", "forges the worker's reply (no patching)", "demo", _r("GATE_TAMPERED"), "H12",
+         why="after every timing reply the parent pings with a random nonce: the real reply arrives instead"),
     Case("forge_results_file", "forges the results folder", "demo", _r("FILE_TAMPERED"), "H12 H20", serial=True),
-    Case("edit_repo", "edits files outside the solution (repo)", "demo", _r("FILE_TAMPERED"), "H20", serial=True),
+    Case("edit_repo", "edits files outside the solution (repo)", "demo", _r("FILE_TAMPERED", "BUILD_FAILED"), "H20",
+         serial=True, why="BUILD_FAILED where the checkout is read-only: the write itself fails at import"),
     Case("edit_cache", "edits files outside the solution (gate cache)", "demo", _r("FILE_TAMPERED"), "H20", serial=True),
     # reading the reference
     Case("frame_walk", "reads reference outputs from another frame (FIB hole)", "demo",
