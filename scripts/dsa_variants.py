@@ -60,8 +60,11 @@ ATTN_SWEEP = {
     7: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
     8: [(128, 32, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (128, 32, 4, 3)],
 }
-# (pages per dot, pivots) overrides of the fused indexer kernel; groups per program by the rule
-IDX_SWEEP = {4096: [(2, 1), (4, 3)], 8192: [(4, 1), (2, 3), (8, 3)], 16384: [(4, 3)]}
+# Indexer overrides per row tile: ("fused", pages per dot, pivots) -- groups per program by the
+# rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
+IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
+             8192: [("fused", 4, 1), ("split", 16)],
+             16384: [("fused", 4, 3), ("split", 16)]}
 
 WARM_EV, N_EV = 5, 25
 WARM_GR, N_GR = 3, 20
@@ -236,6 +239,25 @@ def idx_call(mod, case):
     return lambda s: mod.run(**case.sets[s], topk_indices=case.outs[s][0])
 
 
+def idx_override(batch, pages, sweep):
+    """Monkeypatch the indexer module for one sweep point; returns (label, undo)."""
+    tile = triton.next_power_of_2(pages * PS)
+    saved = (I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS)
+    if sweep[0] == "fused":
+        cfg = idx_cfg(batch, pages, *sweep[1:])
+        I._fused_config = lambda b_, p_, t_, c=cfg: c
+        I._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
+        label = f"fused{cfg}"
+    else:
+        I._SPLIT_TILES = saved[1] + (tile,)
+        I._SPLIT_TOPK_WARPS = sweep[1]
+        label = f"split(topk warps {sweep[1]})"
+
+    def undo():
+        I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS = saved
+    return label, undo
+
+
 def idx_cfg(batch, pages, ppd, pivots):
     tile = triton.next_power_of_2(pages * PS)
     groups = triton.cdiv(pages, ppd)
@@ -287,40 +309,13 @@ class Runner:
         return {"gr": gr, "dev": dev, "check_graph": check(case, 0)}
 
 
-class _CompileOnly:
-    """Stands in for a JITFunction of a v1 module: ``fn[grid](...)`` compiles, launches nothing."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.fn.warmup(*args, grid=grid, **kwargs)
-
-
-def precompile(attn_cases, idx_cases, v1):
-    """Compile every kernel variant up front, in parallel threads (Triton's async compile)."""
+def precompile(attn_cases, idx_cases):
+    """Compile every v2 kernel variant up front (v1 compiles at its first call), in parallel threads (Triton's async compile)."""
     t = time.time()
     jobs = []
     default_split = A._split_config
     default_fused = I._fused_config
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
-        for name, cases, call in (("attn_v1", attn_cases, attn_call), ("idx_v1", idx_cases, idx_call)):
-            mod = v1.get(name)
-            if mod is None:
-                continue
-            jits = {k: f for k, f in vars(mod).items() if isinstance(f, triton.runtime.jit.JITFunction)}
-            for k, f in jits.items():
-                setattr(mod, k, _CompileOnly(f))
-            try:
-                for key, case in cases.items():
-                    try:
-                        call(mod, case)(0)
-                        jobs.append((name, key))
-                    except Exception as exc:
-                        print("precompile", name, key, exc)
-            finally:
-                for k, f in jits.items():
-                    setattr(mod, k, f)
         for tokens, case in attn_cases.items():
             for cfg in [None] + ATTN_SWEEP.get(tokens, []):
                 A._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
@@ -333,13 +328,14 @@ def precompile(attn_cases, idx_cases, v1):
         for (batch, pages), case in idx_cases.items():
             tile = triton.next_power_of_2(pages * PS)
             for sw in [None] + IDX_SWEEP.get(tile, []):
-                I._fused_config = default_fused if sw is None else (lambda b_, p_, t_, c=idx_cfg(batch, pages, *sw): c)
+                undo = (lambda: None) if sw is None else idx_override(batch, pages, sw)[1]
                 try:
                     I._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
                     jobs.append(("idx", (batch, pages), sw))
                 except Exception as exc:
                     print("precompile idx", batch, pages, sw, exc)
-        I._fused_config = default_fused
+                finally:
+                    undo()
     print(f"precompiled {len(jobs)} variants in {time.time() - t:.1f} s", flush=True)
 
 
@@ -350,14 +346,14 @@ def main():
     ap.add_argument("--budget", type=float, default=150.0, help="seconds; sweeps are skipped past it")
     ap.add_argument("--only", default="attn,idx")
     ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter, tiny set)")
+    ap.add_argument("--shipped-only", action="store_true", help="no direct/eager launch-mode rows")
     args = ap.parse_args()
     if args.smoke:
         global DEV, SMOKE, ATTN_T, IDX_SHAPES
         DEV, SMOKE = torch.device("cpu"), True
         ATTN_T, IDX_SHAPES = [1], [(1, 20), (2, 40)]
-        for d in (ATTN_SWEEP, IDX_SWEEP):
-            for k in d:
-                d[k] = d[k][:1]
+        for k in ATTN_SWEEP:
+            ATTN_SWEEP[k] = ATTN_SWEEP[k][:1]
     r = Runner(args)
     print(DEV, torch.cuda.get_device_name() if DEV.type == "cuda" else "", "torch", torch.__version__,
           "triton", triton.__version__, flush=True)
@@ -366,9 +362,9 @@ def main():
     idx_cases = {s: idx_case(*s) for s in IDX_SHAPES} if "idx" in args.only else {}
     print(f"inputs ready at {time.time() - r.t0:.1f} s", flush=True)
     if not SMOKE:
-        precompile(attn_cases, idx_cases, r.v1)
+        precompile(attn_cases, idx_cases)
 
-    if not SMOKE and attn_cases:
+    if not SMOKE and attn_cases and not args.shipped_only:
         r.record("host", "T=8", "costs", lambda: host_costs(attn_cases[max(attn_cases)]))
 
     # ---- attention
@@ -379,11 +375,13 @@ def main():
         r.record("attention", shape, "v2", lambda: r.full(case, attn_call(A, case), attn_check, attn_call(A, case)))
         A._entries.clear()
         A.LAUNCH = "direct"
-        r.record("attention", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep),
-                                                   "check_ev": [attn_check(case, s) for s in (0, 1)]})
+        if not args.shipped_only:
+            r.record("attention", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep),
+                                                     "check_ev": [attn_check(case, s) for s in (0, 1)]})
         A._entries.clear()
         A.LAUNCH = None
-        r.record("attention", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep)})
+        if not args.shipped_only:
+            r.record("attention", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep)})
         A.LAUNCH = "graph"
         A._entries.clear()
         if "attn_v1" in r.v1:
@@ -398,11 +396,13 @@ def main():
         r.record("indexer", shape, "v2", lambda: r.full(case, idx_call(I, case), idx_check, idx_call(I, case)))
         I._entries.clear()
         I.LAUNCH = "direct"
-        r.record("indexer", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep),
-                                                   "check_ev": [idx_check(case, s) for s in (0, 1)]})
+        if not args.shipped_only:
+            r.record("indexer", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep),
+                                                     "check_ev": [idx_check(case, s) for s in (0, 1)]})
         I._entries.clear()
         I.LAUNCH = None
-        r.record("indexer", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep)})
+        if not args.shipped_only:
+            r.record("indexer", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep)})
         I.LAUNCH = "graph"
         I._entries.clear()
         if "idx_v1" in r.v1:
@@ -422,16 +422,16 @@ def main():
         r.save()
 
     for (batch, pages), case in idx_cases.items():
-        default = I._fused_config
         tile = triton.next_power_of_2(pages * PS)
         for sw in IDX_SWEEP.get(tile, []) if pages * PS > TOPK else []:
             if r.left() < 20:
                 break
-            cfg = idx_cfg(batch, pages, *sw)
-            I._fused_config = lambda b_, p_, t_, c=cfg: c
+            label, undo = idx_override(batch, pages, sw)
             launch = lambda s: I._launch(**case.sets[s], topk_indices=case.outs[s][0])
-            r.record("indexer", f"{batch}x{pages}", f"fused{cfg}", lambda: r.sweep_point(case, launch, idx_check))
-        I._fused_config = default
+            try:
+                r.record("indexer", f"{batch}x{pages}", label, lambda: r.sweep_point(case, launch, idx_check))
+            finally:
+                undo()
         r.save()
 
     # ---- kernels of the shipped (graph-cached) calls, from the profiler

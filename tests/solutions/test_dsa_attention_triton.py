@@ -307,7 +307,8 @@ def test_gpu_latency_report(capsys):
         for cfg in configs:
             K._split_config = default if cfg is None else (lambda t, k, c=cfg: c)
             try:
-                ms = triton.testing.do_bench(lambda: K.run(**inputs, output=out, lse=lse),
+                # _launch: the JIT path (K.run would replay a launch cached for another config)
+                ms = triton.testing.do_bench(lambda: K._launch(**inputs, output=out, lse=lse),
                                              warmup=25, rep=100)
                 used = default(tokens, 2048) if cfg is None else cfg
                 lines.append(f"T={tokens} cfg={'default' if cfg is None else 'alt'}{used} "

@@ -132,21 +132,22 @@ def test_streamed_pages_per_program(monkeypatch, target):
     _roundtrip(_inputs(2, 37, 80, seed=10, device="cpu", seq_lens=[2368, 2111]))
 
 
-def test_fused_config_table():
-    assert kernel._fused_config(1, 45, 4096) == (2, 1, 8, 3)
-    assert kernel._fused_config(1, 91, 8192) == (4, 1, 16, 3)
-    assert kernel._fused_config(31, 91, 8192)[:3] == (4, 4, 16)   # 31 rows x 6 programs
-    assert kernel._fused_config(2, 256, 16384) == (8, 1, 32, 3)
+def test_dispatch_tables():
+    assert [kernel._path(4, t) for t in (4096, 8192, 16384, 32768)] == ["fused", "split", "fused", "streamed"]
+    assert kernel._fused_config(1, 45, 4096) == (2, 1, 8, 1)
+    assert kernel._fused_config(8, 45, 4096) == (2, 1, 8, 1)
+    assert kernel._fused_config(31, 45, 4096) == (2, 2, 8, 1)      # 31 rows x 12 programs
+    assert kernel._fused_config(2, 256, 16384) == (4, 1, 16, 1)
     for batch in (1, 7, 31, 64):
-        for pages in (33, 64, 65, 91, 128, 129, 256):
+        for pages in (33, 64, 129, 256):
             tile = 1 << (pages * 64 - 1).bit_length()
             ppd, gpp, warps, pivots = kernel._fused_config(batch, pages, tile)
-            assert warps == 4 * ppd and ppd * 2048 >= min(tile, 16384) and gpp <= 8
+            assert warps == 4 * ppd and ppd * 2048 <= tile and gpp <= 8
 
 
-@pytest.mark.parametrize("config", [(2, 1, 8, 1), (1, 4, 4, 3), (4, 2, 16, 3)])
+@pytest.mark.parametrize("config", [(2, 1, 8, 3), (1, 4, 4, 1), (4, 2, 16, 3)])
 def test_fused_configs(monkeypatch, config):
-    # 2-way search; one page per dot with 4 page groups per program (37 pages: a partial last
+    # 4-way search; one page per dot with 4 page groups per program (37 pages: a partial last
     # program); 4-page groups at 16 warps.
     monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: config)
     inputs = _inputs(2, 37, 130, seed=20 + config[0], device="cpu", seq_lens=[2368, 2111])
@@ -154,9 +155,16 @@ def test_fused_configs(monkeypatch, config):
     _roundtrip(inputs)
 
 
-def test_fused_tile_8192():
-    # 70 pages: an 8192-key tile, 4 pages per dot, 16 warps; a row just above topk beside it.
+def test_split_tile_8192():
+    # 70 pages: an 8192-key tile, the split path (score kernel + resident top-k kernel); a row
+    # just above topk beside it.
     _roundtrip(_inputs(2, 70, 150, seed=21, device="cpu", seq_lens=[4470, 2050]))
+
+
+def test_fused_tile_8192(monkeypatch):
+    # The fused kernel at an 8192-key tile (4 pages per dot, 16 warps), as a 16384 tile runs it.
+    monkeypatch.setattr(kernel, "_SPLIT_TILES", ())
+    _roundtrip(_inputs(1, 70, 150, seed=22, device="cpu", seq_lens=[4470]))
 
 
 def test_arrival_counters_reset(monkeypatch):
@@ -206,8 +214,8 @@ def test_gpu_held_out_like(batch, max_pages):
 
 @pytest.mark.gpu
 def test_gpu_timing_report():
-    """Not a check: prints microseconds per call for a few shapes, eager back-to-back launches
-    (includes host launch overhead) and one call replayed from a CUDA graph (device time)."""
+    """Not a check: prints microseconds per call for a few shapes, back-to-back calls of ``run``
+    (its launch cache: host overhead included) and one call replayed from a CUDA graph."""
     iters = 50
     for batch, max_pages in [(1, 20), (31, 20), (1, 45), (16, 45), (1, 91), (31, 91), (4, 256), (64, 96)]:
         inputs = _inputs(batch, max_pages, max(11923, batch * max_pages), seed=3, device="cuda")

@@ -15,17 +15,20 @@ the global ids (page * PS + offset) of the top min(topk, seq_len) tokens, then -
 Dispatch (on shapes only, no host synchronisation):
   * max_pages * PS <= topk: every valid token is selected; one launch, grid (B,), writes the
     block-table-mapped ids for t < seq_len and -1 after.
-  * next_pow2(max_pages * PS) <= 16384 (every contest workload): one launch, _fused_kernel,
+  * next_pow2(max_pages * PS) in {4096, 16384}: one launch, _fused_kernel,
     grid (B, chunks): each program scores groups of PPD pages (one FP8 tl.dot per group,
     K [PPD*PS x D] . q^T [D x H] -> fp32 [PPD*PS, H], x per-token scale, relu, x weights, sum
     over heads) into a scratch row [B, max_pages*PS] fp32 (-inf past seq_len), then arrives on
     the row's counter; the last program of the row to arrive resets the counter and selects the
-    top-k with the row in registers: order-preserving int32 keys, a 4-way search for the k-th
-    largest key T (three counts per step packed into one int64 block sum, early stop on an
-    exact count), then ids with key > T and the first (k - #greater) ties written at positions
-    from one packed cumsum; -1 fills the slots from k on.
-  * longer rows: two launches, _score_kernel then _topk_kernel (bisection, the row streamed in
-    chunks of 4096 on every step).
+    top-k with the row in registers: order-preserving int32 keys, bisection for the k-th
+    largest key T (early stop on an exact count), then ids with key > T and the first
+    (k - #greater) ties written at positions from one packed cumsum; -1 fills the slots from
+    k on.
+  * 8192-key tiles (65-128 pages): two launches, _score_kernel (4-warp programs) then
+    _topk_resident_kernel (the same selection, one 8-warp program per row); measured faster
+    than the fused kernel there.
+  * longer rows (> 256 pages): two launches, _score_kernel then _topk_kernel (bisection, the
+    row streamed in chunks of 4096 on every step).
 On CUDA the launches of a call are captured once per call signature (data pointers, shapes,
 strides and dtypes of every tensor argument) into a CUDA graph that later calls replay.
 
@@ -48,6 +51,9 @@ _CHUNK_TOKENS = 4096
 # are packed into one program.
 _FUSED_TARGET_WARPS = 4224
 _MAX_GROUPS_PER_PROG = 8
+# Tiles that take the split (score kernel + resident top-k kernel) path instead of the fused one.
+_SPLIT_TILES = (8192,)
+_SPLIT_TOPK_WARPS = 8
 # Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
@@ -260,6 +266,20 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
 
 
 @triton.jit
+def _topk_resident_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
+                          stride_sb, stride_btb, stride_ob,
+                          TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
+                          TILE: tl.constexpr, PIVOTS: tl.constexpr):
+    """Split path, after _score_kernel: the top-k of one row held in registers, grid (B,)."""
+    b = tl.program_id(0)
+    seq = tl.load(seq_ptr + b)
+    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
+    _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
+                     bt_ptr + b * stride_btb, out_ptr + b * stride_ob,
+                     TOPK, TOPK_BLOCK, PS, TILE, PIVOTS)
+
+
+@triton.jit
 def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
                  stride_sb, stride_btb, stride_ob,
                  TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
@@ -339,21 +359,35 @@ def _pages_per_prog(batch: int, max_pages: int) -> int:
     return ppp
 
 
+def _path(batch: int, tile: int) -> str:
+    """Which launch structure a row tile takes (measured on the H200, docs/kernels/indexer.md):
+    "fused" (one launch) for 4096- and 16384-key tiles; "split" (_score_kernel with 4-warp
+    programs + _topk_resident_kernel) for 8192-key tiles, where the fused kernel's 16-warp
+    programs (1 per SM) keep fewer pages in flight and measured 0.5-3 us slower at B = 4..64;
+    "streamed" beyond _RESIDENT_MAX_TOKENS."""
+    if tile > _RESIDENT_MAX_TOKENS:
+        return "streamed"
+    if tile in _SPLIT_TILES:
+        return "split"
+    return "fused"
+
+
 def _fused_config(batch: int, max_pages: int, tile: int):
     """(PPD pages per dot, GPP groups per program, num_warps, PIVOTS) of the fused kernel.
 
-    One warpgroup per page of a group, so the selection that the last program of a row runs
-    has 16 keys per thread: tile 4096 -> 2 pages / 8 warps, 8192 -> 4 / 16, 16384 -> 8 / 32.
+    One warpgroup per page of a group: tile 4096 -> 2 pages / 8 warps (16 keys per thread in
+    the selection), 16384 -> 4 / 16 (32 keys per thread; 8 pages / 32 warps measured slower).
     Groups are packed per program until the grid is at most ~1 wave of 32 warps per SM.
+    PIVOTS 1 (bisection): the packed 4-way search measured 1-2.5 us slower on every shape.
     """
-    ppd = max(1, min(8, tile // 2048))
+    ppd = max(1, min(4, tile // 2048))
     num_warps = 4 * ppd
     groups = triton.cdiv(max_pages, ppd)
     target = _FUSED_TARGET_WARPS // num_warps
     gpp = 1
     while gpp < _MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > target:
         gpp *= 2
-    return ppd, gpp, num_warps, 3
+    return ppd, gpp, num_warps, 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,7 +444,8 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
         k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
         k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
         tile = triton.next_power_of_2(tokens)
-        if tile <= _RESIDENT_MAX_TOKENS:
+        path = _path(batch, tile)
+        if path == "fused":
             ppd, gpp, num_warps, pivots = _fused_config(batch, max_pages, tile)
             n_chunks = triton.cdiv(max_pages, ppd * gpp)
             counters = _arrival_counters(dev, batch)
@@ -431,13 +466,18 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
                 block_table.stride(0), scores.stride(0)),
                 dict(TOPK=topk, H=heads, D=head_dim, PS=page_size, ROW_BYTES=row_bytes,
                      PAGES_PER_PROG=ppp, num_warps=4, num_stages=3)))
-            chunk = _CHUNK_TOKENS
-            assert chunk < 65536  # the packed cumsum keeps each rank in 16 bits
-            launches.append((_topk_kernel, (batch,), (
-                scores, seq_lens, block_table, topk_indices, max_pages,
-                scores.stride(0), block_table.stride(0), topk_indices.stride(0)),
-                dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=chunk,
-                     num_warps=16)))
+            topk_args = (scores, seq_lens, block_table, topk_indices, max_pages,
+                         scores.stride(0), block_table.stride(0), topk_indices.stride(0))
+            if path == "split":
+                launches.append((_topk_resident_kernel, (batch,), topk_args,
+                                 dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=tile,
+                                      PIVOTS=1, num_warps=_SPLIT_TOPK_WARPS)))
+            else:
+                chunk = _CHUNK_TOKENS
+                assert chunk < 65536  # the packed cumsum keeps each rank in 16 bits
+                launches.append((_topk_kernel, (batch,), topk_args,
+                                 dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=chunk,
+                                      num_warps=16)))
     for fn, grid, args, meta in launches:
         if warmup:
             fn.warmup(*args, grid=grid, **meta)
