@@ -294,6 +294,11 @@ from kernelwright.cli.redteam import redteam_cmd  # noqa: E402  (red-team suite:
 app.command("redteam")(redteam_cmd)
 
 
+from kernelwright.cli.workflow import register as _register_workflow  # noqa: E402  (optimize, run ..., profile)
+
+_register_workflow(app)
+
+
 def main() -> None:
     app()
 
