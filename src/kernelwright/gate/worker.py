@@ -654,6 +654,15 @@ def main(conn, device: str, log_path: Optional[str] = None) -> None:
     except Exception as exc:
         conn.send({"ok": False, "status": "RUNTIME_ERROR", "reason": "WORKER_INIT", "error": str(exc)})
         return
+    if harness.device.type == "cuda":
+        try:
+            # bring up Triton's CUDA backend now (on the worker's device), so that what it imports
+            # lazily happens before the integrity snapshot rather than inside the first call
+            import triton
+
+            triton.runtime.driver.active.get_current_device()
+        except Exception:
+            pass
     # sending a shared-memory tensor starts multiprocessing's resource-sharer thread now, so
     # that it is not mistaken for a thread the solution started
     conn.send({"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_()})
