@@ -161,28 +161,14 @@ class EvaluationPool:
                 self._slots.append(_Slot(i, handle, Lease(worker=name, device=slot.label, backend="local",
                                                           since=time.time())))
         else:
-            from kernelwright.cluster.ray_backend import RayWorker, cluster_gpus, init_ray
+            from kernelwright.cluster.ray_backend import init_ray
 
             self._owns_ray = init_ray(ray_address, **(ray_init_kwargs or {}))
-            if isinstance(devices, str):
-                devices = int(devices) if devices.strip().isdigit() else [d for d in devices.split(",") if d.strip()]
-            available = cluster_gpus()
-            n = available if devices is None else (devices if isinstance(devices, int) else len(devices))
-            if n <= 0 or available <= 0:
-                raise RuntimeError("the Ray cluster has no GPU resources: start nodes with GPUs (or, to test on "
-                                   "CPU, ray.init(num_gpus=N) with fake GPU resources)")
-            if n > available:
-                notice(f"{n} GPU actors requested, the Ray cluster has {available} GPUs: the rest wait for a GPU")
-            import os
-
-            env = {}
-            if self.kind == "cpu" and os.environ.get("TRITON_INTERPRET"):
-                env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
-            for i in range(n):
-                name = f"ray-{i}"
-                handle = RayWorker(i, name, self.kind, env, max_sessions=max_sessions, start_timeout_s=start_timeout_s)
-                self._slots.append(_Slot(i, handle, Lease(worker=name, device=f"ray-gpu-slot{i}", backend="ray",
-                                                          since=time.time())))
+            try:
+                self._ray_slots(devices, max_sessions, start_timeout_s, notice)
+            except BaseException:
+                self._shutdown_ray()
+                raise
         self._all_ready = threading.Event()
         self._ready_count = 0
         _live_pools.add(self)
@@ -275,6 +261,29 @@ class EvaluationPool:
             self.terminate()
 
     # -- internals -------------------------------------------------------------------------
+    def _ray_slots(self, devices, max_sessions: int, start_timeout_s: float, notice) -> None:
+        import os
+
+        from kernelwright.cluster.ray_backend import RayWorker, cluster_gpus
+
+        if isinstance(devices, str):
+            devices = int(devices) if devices.strip().isdigit() else [d for d in devices.split(",") if d.strip()]
+        available = cluster_gpus()
+        n = available if devices is None else (devices if isinstance(devices, int) else len(devices))
+        if n <= 0 or available <= 0:
+            raise RuntimeError("the Ray cluster has no GPU resources: start nodes with GPUs (or, to test on "
+                               "CPU, ray.init(num_gpus=N) with fake GPU resources)")
+        if n > available:
+            notice(f"{n} GPU actors requested, the Ray cluster has {available} GPUs: the rest wait for a GPU")
+        env = {}
+        if self.kind == "cpu" and os.environ.get("TRITON_INTERPRET"):
+            env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
+        for i in range(n):
+            name = f"ray-{i}"
+            handle = RayWorker(i, name, self.kind, env, max_sessions=max_sessions, start_timeout_s=start_timeout_s)
+            self._slots.append(_Slot(i, handle, Lease(worker=name, device=f"ray-gpu-slot{i}", backend="ray",
+                                                      since=time.time())))
+
     def _shutdown_ray(self) -> None:
         if self._owns_ray:
             self._owns_ray = False
