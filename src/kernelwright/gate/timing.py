@@ -145,7 +145,10 @@ class L2Flusher:
 
     def flush(self) -> None:
         if self.buffer is not None:
-            if self._reset_persisting is not None:
+            # Only touch the persisting-L2 state when something set it: changing the limit on
+            # every iteration (even to the same 0) makes the driver reconfigure the L2 at the
+            # next launch, which lands inside the measured call (seen on the H200: tens of µs).
+            if self._reset_persisting is not None and persisting_l2_limit():
                 self._reset_persisting()
             self.buffer.zero_()
 
