@@ -120,6 +120,8 @@ def test_protected_roots(tmp_path, monkeypatch):
     assert any(r.endswith(os.path.join("kernelwright", "gate")) for r in roots)
     assert any(r.endswith(os.path.join("kernelwright", "definitions")) for r in roots)
     assert str(tmp_path / "cache") in roots and str(tmp_path / "results") in roots
+    monkeypatch.setenv("KERNELWRIGHT_PROTECT_SOURCES", "0")
+    assert guards.protected_roots(tmp_path / "results") == [str(tmp_path / "cache"), str(tmp_path / "results")]
 
 
 def test_every_reason_code_is_documented():

@@ -361,12 +361,18 @@ def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False
 def protected_roots(out_dir=None) -> List[str]:
     """What no solution may change: the sources that make verdicts (gate, definitions with their
     references and tolerances, input synthesis, trace model), the kernelwright cache (device
-    ceilings, hidden salt) and, when given, the run's results folder."""
+    ceilings, hidden salt) and, when given, the run's results folder.
+
+    ``KERNELWRIGHT_PROTECT_SOURCES=0`` leaves the sources out (a shared development checkout
+    where people edit them while runs are in progress: the gate cannot tell who changed a
+    file).  Final evaluations should run with the default."""
     import kernelwright
     from kernelwright.gate.device_info import cache_dir
 
     pkg = os.path.dirname(os.path.abspath(kernelwright.__file__))
     roots = [os.path.join(pkg, d) for d in ("gate", "definitions", "inputs", "trace")]
+    if os.environ.get("KERNELWRIGHT_PROTECT_SOURCES", "1") == "0":
+        roots = []   # a shared development checkout where people edit these files during runs
     roots.append(str(cache_dir()))
     if out_dir is not None:
         roots.append(os.path.abspath(str(out_dir)))

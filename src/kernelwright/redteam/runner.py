@@ -191,10 +191,13 @@ _ENV_LOCK = threading.Lock()
 
 
 class private_cache:
-    """Point KERNELWRIGHT_CACHE at a temporary folder for the duration (unless already set)."""
+    """Point KERNELWRIGHT_CACHE at a temporary folder for the duration (unless already set), and
+    keep the gate's sources protected (``KERNELWRIGHT_PROTECT_SOURCES`` forced on)."""
 
     def __enter__(self):
         self.previous = os.environ.get("KERNELWRIGHT_CACHE")
+        self.protect = os.environ.get("KERNELWRIGHT_PROTECT_SOURCES")
+        os.environ["KERNELWRIGHT_PROTECT_SOURCES"] = "1"
         self.tmp = None
         if not self.previous:
             self.tmp = tempfile.TemporaryDirectory(prefix="kw-redteam-cache-")
@@ -202,6 +205,10 @@ class private_cache:
         return self
 
     def __exit__(self, *exc):
+        if self.protect is None:
+            os.environ.pop("KERNELWRIGHT_PROTECT_SOURCES", None)
+        else:
+            os.environ["KERNELWRIGHT_PROTECT_SOURCES"] = self.protect
         if self.tmp is not None:
             os.environ.pop("KERNELWRIGHT_CACHE", None)
             self.tmp.cleanup()
