@@ -196,7 +196,7 @@ def eval_cmd(
     """Evaluate one solution under the gate and print the verdict per workload."""
     from kernelwright import definitions
     from kernelwright.gate.bench import BenchPlan, Candidate
-    from kernelwright.gate.hidden import hidden_salt
+    from kernelwright.gate.hidden import held_out_workloads, hidden_salt
 
     sol = load_solution(solution)
     name = definition or sol.definition
@@ -216,7 +216,7 @@ def eval_cmd(
         from dataclasses import replace
 
         hidden_cfg = replace(cfg, split="hidden", salt=hidden_salt())
-        hidden = [BenchPlan(builtin, builtin.hidden_workloads(hidden_cfg.salt), [Candidate(sol, sol.name)])]
+        hidden = [BenchPlan(builtin, held_out_workloads(builtin, hidden_cfg.salt), [Candidate(sol, sol.name)])]
         hres = _run_plans(hidden, hidden_cfg, out / "hidden", "hidden split")
         traces = hres.traces.get(builtin.name, [])
         passed = sum(1 for t in traces if t.trusted_pass)

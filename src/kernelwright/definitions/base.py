@@ -99,8 +99,20 @@ class BuiltinDefinition:
         from dataclasses import replace
 
         small = self.definition.with_const_axes(self.quick_axes, f"{self.name}__quick")
+        full_hidden = self.hidden_workloads
+
+        def small_hidden(salt: str) -> List[Workload]:
+            # the two smallest held-out shapes: other shapes than the quick ones, cheap on CPU
+            def size(w: Workload) -> int:
+                n = 1
+                for v in w.axes.values():
+                    n *= max(1, int(v))
+                return n
+
+            return sorted(full_hidden(salt), key=size)[:2]
+
         return replace(self, definition=small, public_workloads=self.quick_workloads,
-                       hidden_workloads=lambda salt: self.quick_workloads())
+                       hidden_workloads=small_hidden)
 
 
 def load_definition(folder: Path, reference: ModuleType) -> Definition:
