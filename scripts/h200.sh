@@ -26,12 +26,19 @@ for stage in "$@"; do
     gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -60;;
     selfcheck) timeout ${SELFCHECK_TIMEOUT:-240} python3 -m kernelwright.baselines.selfcheck --out "$OUT/selfcheck" 2>&1 | tee "$OUT/selfcheck.log" | tail -${SELFCHECK_TAIL:-60};;
     smoke) kw bench -d indexer -d attention --limit 4 --out "$OUT/smoke" 2>&1 | tail -40;;
-    bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records: summary + traces (logs stay on the machine)
+    bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records under /tmp/records/<name> (pack them at the end)
       name=${BENCH_NAME:-bench}
-      timeout ${BENCH_TIMEOUT:-520} python3 -m kernelwright bench ${BENCH_ARGS:-} --out /tmp/kw-$name 2>&1 | tee "$OUT/$name.log" | tail -${BENCH_TAIL:-45}
+      timeout ${BENCH_TIMEOUT:-520} python3 -m kernelwright bench ${BENCH_ARGS:-} --out /tmp/kw-$name 2>&1 | tee /tmp/kw-$name.log | tail -${BENCH_TAIL:-45}
       [ -f /tmp/kw-$name/summary.json ] || python3 -m kernelwright report /tmp/kw-$name >/dev/null 2>&1  # interrupted: rebuild
-      mkdir -p "$OUT/$name" && cp /tmp/kw-$name/summary.json /tmp/kw-$name/*.json /tmp/kw-$name/traces/*.jsonl "$OUT/$name/" 2>/dev/null
-      tar czf "$OUT/$name-logs.tgz" -C /tmp/kw-$name logs 2>/dev/null;;
+      mkdir -p /tmp/records/$name && cp /tmp/kw-$name/*.json /tmp/kw-$name/traces/*.jsonl /tmp/kw-$name.log /tmp/records/$name/ 2>/dev/null
+      tar czf /tmp/records/$name-logs.tgz -C /tmp/kw-$name logs 2>/dev/null;;
+    redteam) # RT_CASES: space-separated case ids (default: the CUDA-only ones and a few controls)
+      mkdir -p /tmp/records
+      args=""; for c in ${RT_CASES:-side_stream l2_persistence reference_call_cuda honest_triton cache_pointer frame_walk patch_timer}; do args="$args --case $c"; done
+      timeout ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --no-canaries --json /tmp/records/redteam-cuda.json 2>&1 | tee /tmp/records/redteam-cuda.log | tail -25;;
+    cluster) # multi-GPU kinds only: pool throughput with 1 and 2 GPUs and cross-GPU agreement
+      timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
+    pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
     *) echo "unknown stage $stage";;
   esac
 done
