@@ -106,7 +106,11 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr,
             scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + offs_t)
             # Tokens as M: K is the K-major A operand, q^T (K-major, in shared memory once)
             # the B operand; the head sum then stays inside each warp.
-            logits = tl.dot(k, qt)                                # [PS, H] fp32
+            # max_num_imprecise_acc=32: promote to fp32 after every 32-wide k step.  Hopper's default
+            # FP8 fast accumulation moves scores by ~1e-2 near the top-k threshold, enough to swap a
+            # token there and fail the sorted-score check (seen on the H200 for this kernel and for
+            # DeepGEMM's logits alike, workload 6b10b6da).
+            logits = tl.dot(k, qt, max_num_imprecise_acc=32)  # [PS, H] fp32
             logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
             score = tl.sum(logits, axis=1)                        # [PS]
             tok = p * PS + offs_t
@@ -249,7 +253,7 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
             k = tl.load(k_ptr + page[:, None] * (PS * ROW_BYTES) + slot[:, None] * D
                         + offs_d[None, :])                        # [PPD*PS, D] fp8
             scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + slot)
-            logits = tl.dot(k, qt)                                # [PPD*PS, H] fp32
+            logits = tl.dot(k, qt, max_num_imprecise_acc=32)  # [PPD*PS, H] fp32 (exact promotion, see above)
             logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
             score = tl.sum(logits, axis=1)
             tok = (p_lo + i * PPD) * PS + offs_t
