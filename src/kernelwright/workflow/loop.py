@@ -284,7 +284,13 @@ class Orchestrator:
                 _say(self.log, f"[red]step {job.key} failed: {_esc(repr(exc))}[/red]")
                 self._step_failed(job, f"{type(exc).__name__}: {exc}")
                 continue
-            job.commit(fut.result())
+            try:
+                job.commit(fut.result())
+            except Exception as exc:  # a bug in a commit must not lose the run: record it, fail the step
+                tb = "".join(traceback.format_exception(exc))[-3000:]
+                self.state.add_event("error", f"recording step {job.key} failed: {exc!r}", traceback=tb)
+                _say(self.log, f"[red]recording step {job.key} failed: {_esc(repr(exc))}[/red]")
+                self._step_failed(job, f"{type(exc).__name__}: {exc}")
 
     def _step_failed(self, job: Job, message: str) -> None:
         kind, ident = job.key

@@ -134,7 +134,8 @@ def best_md(best: Optional[Dict[str, Any]], start: Optional[Dict[str, Any]]) -> 
 def history_md(cycles: List[Dict[str, Any]], limit: int = 12) -> str:
     lines = ["# Run history (newest last)", ""]
     for c in cycles[-limit:]:
-        lines.append(f"## cycle {c['idx']} (base c{c['base_candidate']}) - {c['status']}")
+        base = f"c{c['base_candidate']}" if c["base_candidate"] else "the starting solution"
+        lines.append(f"## cycle {c['idx']} (base {base}) - {c['status']}")
         if c.get("error"):
             lines.append(f"- planner: {c['error']}")
         for a in c.get("attempts", []):
