@@ -6,6 +6,8 @@
     kernelwright eval SOLUTION -d NAME        evaluate any solution folder or Solution JSON
     kernelwright device-info [--measure]      roofline ceilings of this GPU
     kernelwright report RESULTS               HTML report with plots next to summary.json
+    kernelwright redteam                      the reward-hack catalogue against the gate
+    kernelwright optimize / run / profile     the agent team and its operator console
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optiona
     return cfg
 
 
-def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = ""):
+def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "",
+               pool: Optional[int] = None, ray: Optional[str] = None):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kernelwright.gate.bench import run_bench
@@ -81,6 +84,12 @@ def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "
         def hook(desc: str, done: int, total: int) -> None:
             progress.update(task, description=desc[:70], completed=done, total=total)
 
+        if pool is not None or ray:
+            from kernelwright.cluster import run_bench_distributed
+
+            return run_bench_distributed(plans, cfg, out, backend="ray" if ray else "local",
+                                         devices=(pool or None), ray_address=ray, timeouts=timeouts,
+                                         progress=hook, trace_file_suffix=suffix)
         return run_bench(plans, cfg, out, timeouts=timeouts, progress=hook, trace_file_suffix=suffix)
 
 
@@ -126,6 +135,8 @@ def bench_cmd(
     iterations: Optional[int] = typer.Option(None, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
+    pool: Optional[int] = typer.Option(None, "--pool", help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
+    ray: Optional[str] = typer.Option(None, "--ray", help="Run the jobs on a Ray cluster: auto, host:6379, ray://host:10001 or local (needs the ray extra; falls back to the local pool without it)."),
 ) -> None:
     """Evaluate solutions on every workload of each definition and print one table per definition.
 
@@ -135,7 +146,7 @@ def bench_cmd(
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.solutions import shipped_solutions
 
-    device = require_device(device)
+    device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     builtins = _builtins(definition, quick, include_demo=bool(definition))
     cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
     plans = []
@@ -157,7 +168,7 @@ def bench_cmd(
     if not plans:
         raise UsageError("nothing to run: no solution matches the selected definitions")
     out = out or _default_out(device)
-    result = _run_plans(plans, cfg, out, "bench")
+    result = _run_plans(plans, cfg, out, "bench", pool=pool, ray=ray)
     _finish(result, plans, cfg, out)
 
 

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from kernelwright.cluster.devices import DeviceSpec
 from kernelwright.cluster.jobs import EvalJob, JobError, jobs_from_plans
 from kernelwright.cluster.pool import EvaluationPool
-from kernelwright.gate.bench import BenchPlan, BenchRun, ProgressHook
+from kernelwright.gate.bench import write_roster, BenchPlan, BenchRun, ProgressHook
 from kernelwright.gate.evaluate import GateConfig
 from kernelwright.gate.session import Timeouts
 from kernelwright.trace import Trace
@@ -45,10 +45,7 @@ def run_bench_distributed(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path
     result = BenchRun(out_dir=out_dir)
     started = time.perf_counter()
     total = sum(len(p.workloads) * sum(1 for c in p.candidates if not c.skip_reason) for p in plans)
-    # who is who, first (as run_bench does), so that an interrupted run can still be summarised
-    roster = {c.solution.name: {"label": c.label, "role": c.role, "definition": p.builtin.name,
-                                "skip_reason": c.skip_reason} for p in plans for c in p.candidates}
-    (out_dir / "candidates.json").write_text(json.dumps(roster, indent=1))
+    write_roster(plans, out_dir)  # who is who, first (as run_bench does)
     jobs = jobs_from_plans(plans, cfg, timeouts, log_dir=out_dir / "logs")
     lock = threading.Lock()
     done = [0]

@@ -34,15 +34,9 @@ HEARTBEAT_S = 20.0
 
 def _static_warnings(cand: Candidate) -> List[str]:
     """The advisory static-scan warnings the sequential runner attaches (same function)."""
-    try:
-        from kernelwright.gate.bench import _scan
-    except ImportError:  # pragma: no cover - renamed upstream
-        if cand.trusted:
-            return []
-        from kernelwright.gate.guards import static_scan
+    from kernelwright.gate.bench import static_warnings
 
-        return [f"{f.code}: {f.message}" for f in static_scan({s.path: s.content for s in cand.solution.sources})]
-    return _scan(cand)
+    return static_warnings(cand)
 
 
 class GpuLock:

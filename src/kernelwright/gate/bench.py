@@ -62,10 +62,7 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
     started = time.perf_counter()
     total = sum(len(p.workloads) * sum(1 for c in p.candidates if not c.skip_reason) for p in plans)
     done = 0
-    # who is who, written first so that traces of an interrupted run can still be summarised
-    roster = {c.solution.name: {"label": c.label, "role": c.role, "definition": p.builtin.name,
-                                "skip_reason": c.skip_reason} for p in plans for c in p.candidates}
-    (out_dir / "candidates.json").write_text(json.dumps(roster, indent=1))
+    write_roster(plans, out_dir)
     for plan in plans:
         name = plan.builtin.name
         trace_path = out_dir / "traces" / f"{name}{trace_file_suffix}.jsonl"
@@ -76,7 +73,7 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
             session = WorkerSession(cand.solution, cfg.device, timeouts, trusted=cand.trusted,
                                     prepare=cand.prepare, log_dir=out_dir / "logs")
             runs.append((cand, SolutionRun(session, requires_kernel=cand.requires_kernel, label=cand.label,
-                                           warnings=_scan(cand))))
+                                           warnings=static_warnings(cand))))
         try:
             for workload in plan.workloads:
                 ctx = WorkloadContext(plan.builtin, workload, cfg)
@@ -106,7 +103,16 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
     return result
 
 
-def _scan(cand: Candidate) -> List[str]:
+def write_roster(plans: List[BenchPlan], out_dir: Path) -> None:
+    """``candidates.json``: who is who (label, role, definition, skip reason), written before the
+    first trace so that the traces of an interrupted run can still be summarised."""
+    roster = {c.solution.name: {"label": c.label, "role": c.role, "definition": p.builtin.name,
+                                "skip_reason": c.skip_reason} for p in plans for c in p.candidates}
+    (Path(out_dir) / "candidates.json").write_text(json.dumps(roster, indent=1))
+
+
+def static_warnings(cand: Candidate) -> List[str]:
+    """The advisory static-scan findings attached to a candidate's traces (none for trusted baselines)."""
     if cand.trusted:
         return []
     from kernelwright.gate.guards import static_scan
