@@ -14,10 +14,11 @@ def fmt(x, spec=".1f", unit=""):
 
 
 def main(paths):
-    print("| definition | solution | passed | mean latency µs (per regime) | graph µs | × reference | × baselines (mean over common workloads) | roofline mean / min |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| record | definition | solution | passed | mean latency µs (per regime) | graph µs | × reference | × baselines (mean over common workloads) | roofline mean / min |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in paths:
         s = json.load(open(path))
+        record = "/".join(path.replace("\\", "/").split("/")[-3:-1])
         for name, d in s["definitions"].items():
             labels = {k: v["label"] for k, v in d["solutions"].items()}
             labels.update(d.get("lower_bounds", {}))
@@ -25,7 +26,7 @@ def main(paths):
                 regimes = "; ".join(f"{r}: {v:.0f}" for r, v in sol["regime_latency_us"].items())
                 vs = "; ".join(f"`{k}`: {v['mean_speedup']:.2f}×" for k, v in sol["speedup_vs"].items())
                 short = name.split("_")[0] if not name.startswith("dsa") else "_".join(name.split("_")[:2])
-                print(f"| {short} | {sol['label']} | {sol['passed']}/{sol['workloads']} | "
+                print(f"| {record} | {short} | {sol['label']} | {sol['passed']}/{sol['workloads']} | "
                       f"{fmt(sol['mean_latency_us'])} ({regimes}) | {fmt(sol['mean_graph_latency_us'])} | "
                       f"{fmt(sol['mean_speedup_vs_reference'], '.1f', '×')} | {vs or '—'} | "
                       f"{fmt(sol['mean_roofline_fraction'], '.2f')} / {fmt(sol['min_roofline_fraction'], '.2f')} |")
