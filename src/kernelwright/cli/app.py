@@ -50,7 +50,7 @@ def defs_cmd() -> None:
 def _builtins(names: Optional[List[str]], quick: bool, include_demo: bool = False):
     from kernelwright import definitions
 
-    chosen = [definitions.get(n) for n in names] if names else definitions.all_builtins(include_demo=include_demo)
+    chosen = [definitions.resolve(n) for n in names] if names else definitions.all_builtins(include_demo=include_demo)
     return [b.quick_variant() if quick and not b.name.endswith("__quick") else b for b in chosen]
 
 
@@ -211,7 +211,7 @@ def eval_cmd(
 
     sol = load_solution(solution)
     name = definition or sol.definition
-    builtin = definitions.get(name)
+    builtin = definitions.resolve(name)
     if quick and not builtin.name.endswith("__quick"):
         builtin = builtin.quick_variant()
     if builtin.name.replace("__quick", "") != sol.definition:
@@ -248,7 +248,9 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
 
     from kernelwright.gate.device_info import load_ceilings, measure_ceilings
 
-    require_device(device)
+    if not device.startswith("cuda"):
+        raise UsageError("device-info describes a CUDA device: use --device cuda (or cuda:N)")
+    require_device(device, hint="device-info needs a GPU")
     dev = torch.device(device)
     info = measure_ceilings(dev) if measure else load_ceilings(dev)
     if info is None:

@@ -34,13 +34,26 @@ def one_line_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError) as exc:
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            fail(msg)
+        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError, KeyError) as exc:
+            fail(_one_line(exc))
         except KeyboardInterrupt:
             fail("interrupted (results written so far are kept)", 130)
 
     return wrapper
+
+
+def _one_line(exc: BaseException) -> str:
+    """One line naming the problem; pydantic errors name the field and what it expected."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or exc.title
+        return f"invalid {exc.title}: {loc}: {err.get('msg', 'invalid value')}"
+    if isinstance(exc, KeyError) and not isinstance(exc, UnknownDefinition):
+        return f"missing field {exc.args[0]!r}" if exc.args else "missing field"
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def load_solution(path: Path) -> Solution:
@@ -83,11 +96,19 @@ def pick_workloads(builtin: BuiltinDefinition, selectors: Optional[List[str]], l
     return workloads
 
 
-def require_device(device: str) -> str:
+def require_device(device: str, hint: str = "run on a GPU machine, or use --device cpu --quick to see the pipeline on CPU") -> str:
+    """Check a --device value ("cpu", "cuda" or "cuda:N").  Exits with a one-line error when it is
+    malformed (2) or names a CUDA device this machine lacks (1)."""
+    import re
+
     import torch
 
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise UsageError(f"--device {device!r}: expected cpu, cuda or cuda:N")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        fail("no CUDA device here: run on a GPU machine, or use --device cpu --quick to see the pipeline on CPU", 1)
+        fail(f"no CUDA device here: {hint}", 1)
+    if device.startswith("cuda:") and int(device.split(":")[1]) >= torch.cuda.device_count():
+        raise UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     if device == "cpu":
         import os
 

@@ -52,6 +52,8 @@ def resolve(locator: str) -> BuiltinDefinition:
     if ":" in locator:
         import importlib
 
+        if locator.endswith("__quick"):
+            return resolve(locator[: -len("__quick")]).quick_variant()
         module_name, _, attr = locator.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), attr)

@@ -101,18 +101,23 @@ class BuiltinDefinition:
         small = self.definition.with_const_axes(self.quick_axes, f"{self.name}__quick")
         full_hidden = self.hidden_workloads
 
-        def small_hidden(salt: str) -> List[Workload]:
-            # the two smallest held-out shapes: other shapes than the quick ones, cheap on CPU
-            def size(w: Workload) -> int:
-                n = 1
-                for v in w.axes.values():
-                    n *= max(1, int(v))
-                return n
+        def size(w: Workload) -> int:
+            n = 1
+            for v in w.axes.values():
+                n *= max(1, int(v))
+            return n
 
-            return sorted(full_hidden(salt), key=size)[:2]
+        cap = 4 * max(size(w) for w in self.quick_workloads())
+
+        def small_hidden(salt: str) -> List[Workload]:
+            # held-out shapes no larger than 4x the largest quick workload (cheap under the
+            # interpreter), at most two; the smallest one if none is that small
+            ranked = sorted(full_hidden(salt), key=size)
+            small = [w for w in ranked if size(w) <= cap][:2]
+            return small or ranked[:1]
 
         return replace(self, definition=small, public_workloads=self.quick_workloads,
-                       hidden_workloads=small_hidden)
+                       hidden_workloads=small_hidden, ref=f"{self.ref}__quick" if self.ref else None)
 
 
 def load_definition(folder: Path, reference: ModuleType) -> Definition:

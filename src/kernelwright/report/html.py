@@ -46,12 +46,15 @@ def _plots(def_name: str, d: Dict[str, Any]) -> list:
     floors = [(i, r["floor_us"]) for i, r in enumerate(rows) if r.get("floor_us")]
     if floors:
         ax.plot([i for i, _ in floors], [f for _, f in floors], "k--", lw=1, label="roofline floor")
+    if not ax.lines:
+        ax.text(0.5, 0.5, "no passing workload", ha="center", va="center", transform=ax.transAxes)
     ax.set_yscale("log")
     ax.set_ylabel("latency (µs, log)")
     ax.set_title(f"{def_name}: latency per workload")
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=90, fontsize=6)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     images.append(_png(fig))
     fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(rows) + 4), 3.6))
@@ -59,12 +62,15 @@ def _plots(def_name: str, d: Dict[str, Any]) -> list:
         xs = [i for i, r in enumerate(rows) if name in r["roofline_fraction"]]
         if xs:
             ax.plot(xs, [rows[i]["roofline_fraction"][name] for i in xs], marker="o", ms=3, lw=1, label=label_of[name])
+    if not ax.lines:
+        ax.text(0.5, 0.5, "no roofline (CPU run or no device ceilings)", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("fraction of roofline")
     ax.set_title(f"{def_name}: roofline fraction (floor latency / measured latency)")
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=90, fontsize=6)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     images.append(_png(fig))
     return images

@@ -19,6 +19,12 @@ def _mean(xs: List[float]) -> Optional[float]:
     return float(statistics.mean(xs)) if xs else None
 
 
+def _last_line(log: str, width: int = 160) -> str:
+    """The most telling line of an evaluation log: the last non-empty one (an exception's message)."""
+    lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("USDT:")]
+    return lines[-1][:width] if lines else ""
+
+
 def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
               roles: Mapping[str, Dict[str, str]], lower_bounds: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
               meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -40,7 +46,8 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
             passed = [t for t in per.values() if t.passed]
             trusted = [t for t in passed if t.trusted_pass]
             failed = [{"workload": u, "status": t.evaluation.status.value,
-                       "reasons": t.evaluation.gate.reasons if t.evaluation.gate else []}
+                       "reasons": t.evaluation.gate.reasons if t.evaluation.gate else [],
+                       "detail": _last_line(t.evaluation.log)}
                       for u, t in per.items() if not t.trusted_pass]
             regimes = {}
             for r in order:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -45,4 +46,6 @@ def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -
         console.print(table)
         for name, s in sols.items():
             for f in s["failures"][:5]:
-                console.print(f"  [red]{s['label']}[/red] {f['workload'][:12]}: {f['status']} {','.join(f['reasons'])}")
+                detail = f" — {escape(f['detail'])}" if f.get("detail") else ""
+                console.print(f"  [red]{escape(s['label'])}[/red] {f['workload'][:12]}: {f['status']} "
+                              f"{','.join(f['reasons'])}{detail}")

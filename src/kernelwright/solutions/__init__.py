@@ -33,6 +33,9 @@ def load_solution_folder(folder: Path) -> Solution:
         meta = json.loads(manifest_path.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{manifest_path}: malformed JSON ({exc.msg})") from exc
+    missing = [k for k in ("name", "definition") if k not in meta]
+    if missing:
+        raise ValueError(f"{manifest_path}: missing {', '.join(missing)} (a manifest needs at least name and definition)")
     return Solution.from_folder(
         folder,
         name=meta["name"],
