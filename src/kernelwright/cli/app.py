@@ -58,17 +58,8 @@ def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optiona
             fast_unsafe: bool):
     from kernelwright.gate.evaluate import GateConfig
 
-    cfg = GateConfig(device=device, guards=not fast_unsafe)
-    if quick:
-        cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
-        cfg.reference_iterations = 2
-    if warmup is not None:
-        cfg.warmup = warmup
-    if iterations is not None:
-        cfg.iterations = iterations
-    if trials is not None:
-        cfg.trials = trials
-    return cfg
+    return GateConfig.preset(device, quick, warmup=warmup, iterations=iterations, trials=trials,
+                             guards=not fast_unsafe)
 
 
 def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "",

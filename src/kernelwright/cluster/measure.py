@@ -86,14 +86,9 @@ def build_plans(args) -> List[Any]:
 def build_config(args):
     from kernelwright.gate.evaluate import GateConfig
 
-    cfg = GateConfig(device=args.device)
-    if args.quick:  # what `kernelwright bench --quick` uses
-        cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
-        cfg.reference_iterations = 2
-    for name in ("warmup", "iterations", "trials"):
-        if getattr(args, name) is not None:
-            setattr(cfg, name, getattr(args, name))
-    return cfg
+    # what `kernelwright bench --quick` uses
+    return GateConfig.preset(args.device, args.quick, warmup=args.warmup, iterations=args.iterations,
+                             trials=args.trials)
 
 
 # -- one configuration ----------------------------------------------------------------------

@@ -18,7 +18,7 @@ import random
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import torch
 
@@ -53,6 +53,19 @@ class GateConfig:
     guards: bool = True           # False: --fast-unsafe (no fresh inputs per iteration, samples, determinism)
     split: str = "public"
     salt: str = "kernelwright-public"
+
+    @classmethod
+    def preset(cls, device: str, quick: bool = False, **overrides: Any) -> "GateConfig":
+        """flashinfer-bench's defaults, or with ``quick`` the reduced counts of ``--quick`` (2 warm-up,
+        5 timed, 5 graph, 3 CUPTI, 2 reference iterations); every override that is not None wins."""
+        cfg = cls(device=device)
+        if quick:
+            cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
+            cfg.reference_iterations = 2
+        for key, value in overrides.items():
+            if value is not None:
+                setattr(cfg, key, value)
+        return cfg
 
 
 def normalize_outputs(returned: Any, names: List[str]) -> Dict[str, torch.Tensor]:

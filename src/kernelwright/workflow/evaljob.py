@@ -119,14 +119,8 @@ def _watch_parent() -> None:
 def _gate_config(device: str, quick: bool, gate: Dict[str, Any]):
     from kernelwright.gate.evaluate import GateConfig
 
-    cfg = GateConfig(device=device)
-    if quick:
-        cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
-        cfg.reference_iterations = 2
-    for key in ("warmup", "iterations", "trials", "reference_iterations", "graph_iterations", "cupti_iterations"):
-        if gate.get(key) is not None:
-            setattr(cfg, key, int(gate[key]))
-    return cfg
+    keys = ("warmup", "iterations", "trials", "reference_iterations", "graph_iterations", "cupti_iterations")
+    return GateConfig.preset(device, quick, **{k: int(gate[k]) for k in keys if gate.get(k) is not None})
 
 
 def _record(builtin, trace) -> Dict[str, Any]:
