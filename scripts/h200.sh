@@ -32,10 +32,20 @@ for stage in "$@"; do
       [ -f /tmp/kw-$name/summary.json ] || python3 -m kernelwright report /tmp/kw-$name >/dev/null 2>&1  # interrupted: rebuild
       mkdir -p /tmp/records/$name && cp /tmp/kw-$name/*.json /tmp/kw-$name/traces/*.jsonl /tmp/kw-$name.log /tmp/records/$name/ 2>/dev/null
       tar czf /tmp/records/$name-logs.tgz -C /tmp/kw-$name logs 2>/dev/null;;
-    redteam) # RT_CASES: space-separated case ids (default: the CUDA-only ones and a few controls)
+    redteam) # RT_CASES: space-separated case ids, or "all" (default: the CUDA-only ones and a few
+             # controls); RT_CANARIES=1 adds the zeros/constant canaries; RT_NAME names the record
       mkdir -p /tmp/records
-      args=""; for c in ${RT_CASES:-side_stream l2_persistence reference_call_cuda honest_triton cache_pointer frame_walk patch_timer}; do args="$args --case $c"; done
-      timeout ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --no-canaries --json /tmp/records/redteam-cuda.json 2>&1 | tee /tmp/records/redteam-cuda.log | tail -25;;
+      name=${RT_NAME:-redteam-cuda}
+      args=""
+      if [ "${RT_CASES:-}" != "all" ]; then
+        for c in ${RT_CASES:-side_stream l2_persistence reference_call_cuda honest_triton cache_pointer frame_walk patch_timer}; do args="$args --case $c"; done
+      fi
+      if [ "${RT_CANARIES:-0}" = 1 ]; then args="$args --canaries"; else args="$args --no-canaries"; fi
+      timeout ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --json /tmp/records/$name.json 2>&1 | tee /tmp/records/$name.log | tail -${RT_TAIL:-25};;
+    overhead) # launch overhead of events-idle timing in fresh / CUPTI-attached / profiled processes
+      mkdir -p /tmp/records
+      timeout ${OH_TIMEOUT:-150} python3 scripts/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30
+      cp "$OUT/launch_overhead.json" /tmp/records/ 2>/dev/null;;
     cluster) # multi-GPU kinds only: pool throughput with 1 and 2 GPUs and cross-GPU agreement
       timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
     pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
