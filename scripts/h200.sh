@@ -41,7 +41,12 @@ for stage in "$@"; do
         for c in ${RT_CASES:-side_stream l2_persistence reference_call_cuda honest_triton cache_pointer frame_walk patch_timer}; do args="$args --case $c"; done
       fi
       if [ "${RT_CANARIES:-0}" = 1 ]; then args="$args --canaries"; else args="$args --no-canaries"; fi
+      [ -n "${RT_LOGS:-}" ] && args="$args --out /tmp/records/$name-logs"
       timeout ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --json /tmp/records/$name.json 2>&1 | tee /tmp/records/$name.log | tail -${RT_TAIL:-25};;
+    probe) # the gate's timed loop vs a micro-benchmark loop on the shipped MoE (PROBE_ARGS)
+      mkdir -p /tmp/records
+      timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
+      cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
     overhead) # launch overhead of events-idle timing in fresh / CUPTI-attached / profiled processes
       mkdir -p /tmp/records
       timeout ${OH_TIMEOUT:-150} python3 scripts/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30

@@ -172,13 +172,24 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     ok, why = _judge(case, verdict, reasons, latency)
     detail = why
     if deciding is not None and verdict != PASS:
-        first_line = (deciding.evaluation.log or "").strip().splitlines()[0][:200] if deciding.evaluation.log else ""
-        detail = f"{why}: {first_line}" if why else first_line
+        headline = _log_headline(deciding.evaluation.log or "")
+        detail = f"{why}: {headline}" if why else headline
     if case.held_out and verdict == PASS and len(traces) <= len(workloads):
         ok, detail = False, "no held-out workload was evaluated"
     result = CaseResult(case, verdict, reasons, ok, detail, latency, time.perf_counter() - started, warnings)
     log(f"{case.id}: {verdict} {reasons} ({'ok' if ok else 'UNEXPECTED'})")
     return result
+
+
+def _log_headline(log: str) -> str:
+    """The line of a trace log that says what happened: for a Python traceback its last line
+    (the exception and its message), otherwise the first line; at most 300 characters."""
+    lines = [ln for ln in log.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("Traceback"):
+        return lines[-1].strip()[:300]
+    return lines[0][:300]
 
 
 def select_cases(ids: Optional[Iterable[str]] = None) -> List[Case]:

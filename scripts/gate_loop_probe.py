@@ -1,0 +1,98 @@
+"""Does the gate's timed loop itself add time to a call?  (H200 diagnostic, docs/gate.md §timing)
+
+Times the shipped MoE solution on contest workloads with the gate's headline clock (L2 flushed,
+device synchronised, start event, one call, end event) in three loops that differ only in what
+happens BEFORE the flush:
+
+  fixed    two buffer sets filled once (a micro-benchmark's loop)
+  regen    every iteration regenerates the whole input set from a new seed with the gate's own
+           ``fresh.expand`` and copies it into the set's buffers, then poisons the output
+           (exactly the worker's ``_regenerate`` + ``poison``)
+  cupti    ``regen`` in a process where the gate's CUPTI kernel tracer has run once
+
+Writes $OUT/gate_loop_probe.json.  Usage: python scripts/gate_loop_probe.py [--t 1 32] [--iters 30]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+from kernelwright import definitions
+from kernelwright.gate import fresh
+from kernelwright.gate import timing as T
+from kernelwright.gate.worker import poison
+from kernelwright.inputs import make_generator
+
+DEV = torch.device("cuda")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--t", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--iters", type=int, default=30)
+    args = ap.parse_args()
+    from kernelwright.solutions.moe_fp8_triton import kernel as moe
+
+    builtin = definitions.get("moe")
+    flusher = T.L2Flusher(DEV)
+    rows = []
+    tracer_ran = False
+    for mode in ("fixed", "regen", "cupti"):
+        if mode == "cupti" and not tracer_ran:
+            tracer = T.cupti_tracer()
+            if tracer.available():
+                tracer.drain()
+                tracer.begin()
+                torch.zeros(1, device=DEV).add_(1)
+                torch.cuda.synchronize()
+                tracer.end()
+                tracer.drain()
+            tracer_ran = True
+        for t_len in args.t:
+            workload = next(w for w in builtin.public_workloads() if w.axes["seq_len"] == t_len)
+            names = list(builtin.definition.inputs)
+            sets = []
+            for s in range(2):
+                inp = builtin.make_inputs(builtin.definition, workload, make_generator(100 + s, "cuda"), DEV)
+                sets.append([inp[n] for n in names])
+            outs = [torch.empty((t_len, 7168), dtype=torch.bfloat16, device=DEV) for _ in range(2)]
+            lat, wall = [], []
+            for i in range(5 + args.iters):
+                s = i % 2
+                if mode != "fixed":
+                    new = fresh.expand(builtin, workload, 7000 + i, DEV)
+                    for j, n in enumerate(names):
+                        if isinstance(sets[s][j], torch.Tensor):
+                            sets[s][j].copy_(new[n])
+                    del new
+                    poison([outs[s]])
+                flusher.flush()
+                torch.cuda.synchronize()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                t0 = time.perf_counter()
+                start.record()
+                moe.run(*sets[s], outs[s])
+                end.record()
+                torch.cuda.synchronize()
+                t1 = time.perf_counter()
+                if i >= 5:
+                    lat.append(start.elapsed_time(end) * 1e3)
+                    wall.append((t1 - t0) * 1e6)
+            row = {"mode": mode, "seq_len": t_len, "events_us": statistics.median(lat),
+                   "wall_us": statistics.median(wall), "min_us": min(lat), "max_us": max(lat)}
+            rows.append(row)
+            print(f"{mode:>6} T={t_len:<6} events {row['events_us']:7.1f} µs (min {row['min_us']:6.1f}, "
+                  f"max {row['max_us']:7.1f})  wall {row['wall_us']:7.1f} µs", flush=True)
+            del sets, outs
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), "gate_loop_probe.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
