@@ -4,11 +4,14 @@ Times the shipped MoE solution on contest workloads with the gate's headline clo
 device synchronised, start event, one call, end event) in three loops that differ only in what
 happens BEFORE the flush:
 
-  fixed    two buffer sets filled once (a micro-benchmark's loop)
-  regen    every iteration regenerates the whole input set from a new seed with the gate's own
-           ``fresh.expand`` and copies it into the set's buffers, then poisons the output
-           (exactly the worker's ``_regenerate`` + ``poison``)
-  cupti    ``regen`` in a process where the gate's CUPTI kernel tracer has run once
+  fixed       two buffer sets filled once (a micro-benchmark's loop)
+  fixed4      four buffer sets filled once (more routings, no regeneration)
+  regen-same  every iteration regenerates the SAME seed with the gate's ``fresh.expand``, copies
+              it into the set's buffers and poisons the output (the regeneration work alone)
+  regen       every iteration regenerates a NEW seed (exactly the worker's ``_regenerate`` +
+              ``poison``: new routing, new weights)
+  cupti       ``regen`` after one window of the gate's CUPTI kernel tracer (which detaches
+              CUPTI again when it can: ``tracer.detaches``)
 
 Writes $OUT/gate_loop_probe.json.  Usage: python scripts/gate_loop_probe.py [--t 1 32] [--iters 30]
 """
@@ -42,7 +45,7 @@ def main() -> None:
     flusher = T.L2Flusher(DEV)
     rows = []
     tracer_ran = False
-    for mode in ("fixed", "regen", "cupti"):
+    for mode in ("fixed", "fixed4", "regen-same", "regen", "cupti"):
         if mode == "cupti" and not tracer_ran:
             tracer = T.cupti_tracer()
             if tracer.available():
@@ -51,21 +54,22 @@ def main() -> None:
                 torch.zeros(1, device=DEV).add_(1)
                 torch.cuda.synchronize()
                 tracer.end()
-                tracer.drain()
+                print("cupti tracer window:", len(tracer.drain()), "kernels; detaches:", tracer.detaches, flush=True)
             tracer_ran = True
         for t_len in args.t:
             workload = next(w for w in builtin.public_workloads() if w.axes["seq_len"] == t_len)
             names = list(builtin.definition.inputs)
             sets = []
-            for s in range(2):
+            nsets = 4 if mode == "fixed4" else 2   # 4: the MoE graph cache holds 4 keys
+            for s in range(nsets):
                 inp = builtin.make_inputs(builtin.definition, workload, make_generator(100 + s, "cuda"), DEV)
                 sets.append([inp[n] for n in names])
-            outs = [torch.empty((t_len, 7168), dtype=torch.bfloat16, device=DEV) for _ in range(2)]
+            outs = [torch.empty((t_len, 7168), dtype=torch.bfloat16, device=DEV) for _ in range(nsets)]
             lat, wall = [], []
             for i in range(5 + args.iters):
-                s = i % 2
-                if mode != "fixed":
-                    new = fresh.expand(builtin, workload, 7000 + i, DEV)
+                s = i % nsets
+                if mode.startswith(("regen", "cupti")):
+                    new = fresh.expand(builtin, workload, 7000 + (0 if mode == "regen-same" else i), DEV)
                     for j, n in enumerate(names):
                         if isinstance(sets[s][j], torch.Tensor):
                             sets[s][j].copy_(new[n])
@@ -87,7 +91,7 @@ def main() -> None:
             row = {"mode": mode, "seq_len": t_len, "events_us": statistics.median(lat),
                    "wall_us": statistics.median(wall), "min_us": min(lat), "max_us": max(lat)}
             rows.append(row)
-            print(f"{mode:>6} T={t_len:<6} events {row['events_us']:7.1f} µs (min {row['min_us']:6.1f}, "
+            print(f"{mode:>10} T={t_len:<6} events {row['events_us']:7.1f} µs (min {row['min_us']:6.1f}, "
                   f"max {row['max_us']:7.1f})  wall {row['wall_us']:7.1f} µs", flush=True)
             del sets, outs
     with open(os.path.join(os.environ.get("OUT", "/tmp"), "gate_loop_probe.json"), "w") as f:

@@ -26,5 +26,5 @@ def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_ind
     for b in range(ids.shape[0]):
         row = ids[b]
         if (row >= 0).any():
-            row[row < 0] = row[0]
+            row[row < 0] = int(row[0])   # a plain int: CUDA index_put refuses a value aliasing the target
     _triton_copy(ids, topk_indices)
