@@ -24,14 +24,16 @@ import torch
 KNOWN_DEVICES: Dict[str, Dict] = {
     "NVIDIA H200": {
         "measured": {"copy_bandwidth_Bps": 4.26e12, "bf16_flops": 754e12, "fp8_flops": 1.388e15,
-                     "launch_latency_s": 30.1e-6},
+                     "launch_latency_s": 14.1e-6},
         "peak": {"copy_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12,
                  "launch_latency_s": 1.0e-6},
         "source": "kernelwright device-info --measure on the H200 on 2026-11-29 (record: "
-                  "results/h200/2026-11-29-v1-moe-attention/device-info.txt; launch latency = one "
+                  "results/h200/2026-11-29-v1-moe-attention/device-info.txt); launch latency = one "
                   "trivial torch kernel by CUDA events, device idle before the start event, host "
-                  "launch overhead included); peaks from the H200 SXM datasheet, launch peak = "
-                  "one trivial kernel by CUPTI",
+                  "launch overhead included: the lowest of the leases measured, 14.1 µs "
+                  "(results/h200/2026-11-29-v3-final/diagnostics/launch_overhead.json; the first "
+                  "lease measured 30.1 µs, and records before v3 used that); peaks from the H200 SXM "
+                  "datasheet, launch peak = one trivial kernel by CUPTI",
     },
     "NVIDIA H100 80GB HBM3": {
         "measured": {"copy_bandwidth_Bps": 3.0e12, "bf16_flops": 750e12, "fp8_flops": 1.35e15},
