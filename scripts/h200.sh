@@ -47,6 +47,11 @@ for stage in "$@"; do
       mkdir -p /tmp/records
       timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
       cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
+    hostprobe) # the MoE solution's host path inside the gate's worker, piece by piece
+      mkdir -p /tmp/records
+      python3 scripts/moe_host_probe.py /tmp/moeprobe >/dev/null
+      timeout ${HP_TIMEOUT:-150} python3 -m kernelwright bench -d moe --no-shipped -s /tmp/moeprobe -w ${HP_WORKLOADS:-0,1,2} --trials 1 --out /tmp/kw-hostprobe 2>&1 | tail -8
+      grep -rh "moe-probe" /tmp/kw-hostprobe/logs | tee /tmp/records/moe_host_probe.log | tail -20;;
     overhead) # launch overhead of events-idle timing in fresh / CUPTI-attached / profiled processes
       mkdir -p /tmp/records
       timeout ${OH_TIMEOUT:-150} python3 scripts/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30

@@ -1,7 +1,9 @@
 """Builds a diagnostic copy of the shipped MoE solution whose entry point reports, on stderr (the
 gate's worker log), how long each call spends on the host and whether it replayed a cached CUDA
 graph or ran ``_forward`` (eager run + capture).  For finding where the gate's events headline
-spends time that the gate's own graph replay does not (docs/kernels/moe.md, "gate overhead").
+spends time that the gate's own graph replay does not (docs/gate.md, "Still open: the worker's host path").  The hit path is
+re-implemented here piece by piece (``_graph_key``, the LRU, ``replay``) so each piece is timed;
+misses go through the shipped ``run``.
 
 Usage: python scripts/moe_host_probe.py OUT_DIR   then
        kernelwright bench -d moe --no-shipped -s OUT_DIR -w 0,1 --trials 1
@@ -13,14 +15,18 @@ import shutil
 import sys
 from pathlib import Path
 
-PROBE = '''"""Diagnostic wrapper around kernel.run (scripts/moe_host_probe.py)."""
+PROBE = '''"""Diagnostic wrapper around kernel.run (scripts/moe_host_probe.py): times each piece of the
+graph-cache hit path separately (is_current_stream_capturing, key, lookup, replay)."""
 import sys
 import time
+
+import torch
 
 from . import kernel as _k
 
 _forward = _k._forward
-_stats = {"calls": 0, "forward": 0, "host_us": []}
+_stats = {"calls": 0, "forward": 0, "parts": []}
+_clock = time.perf_counter
 
 
 def _counting(*args, **kwargs):
@@ -32,14 +38,31 @@ _k._forward = _counting
 
 
 def run(*args, **kwargs):
-    t0 = time.perf_counter()
-    _k.run(*args, **kwargs)
-    _stats["host_us"].append((time.perf_counter() - t0) * 1e6)
+    if not args[2].is_cuda:      # CPU (interpreter): no graphs to probe
+        _k.run(*args, **kwargs)
+        return
+    t0 = _clock()
+    capturing = torch.cuda.is_current_stream_capturing()
+    t1 = _clock()
+    hit = None
+    if not capturing and not kwargs:
+        key = _k._graph_key(tuple(args[:8]), args[10], args[8], args[9], None)
+        t2 = _clock()
+        hit = _k._graphs.get(key)
+        t3 = _clock()
+    if hit is not None:
+        hit.replay()
+        t4 = _clock()
+        _stats["parts"].append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
+    else:
+        _k.run(*args, **kwargs)
     _stats["calls"] += 1
-    if _stats["calls"] % 20 == 0:
-        last = sorted(_stats["host_us"][-20:])
+    if _stats["calls"] % 20 == 0 and _stats["parts"]:
+        last = _stats["parts"][-20:]
+        med = [sorted(p[i] for p in last)[len(last) // 2] * 1e6 for i in range(4)]
         print(f"[moe-probe] calls {_stats['calls']} forward runs {_stats['forward']} graphs {len(_k._graphs)} "
-              f"host us median {last[10]:.1f} min {last[0]:.1f} max {last[-1]:.1f}", file=sys.stderr, flush=True)
+              f"hit-path us (median of last {len(last)}): capturing? {med[0]:.1f} key {med[1]:.1f} "
+              f"lookup {med[2]:.1f} replay {med[3]:.1f}", file=sys.stderr, flush=True)
 '''
 
 
