@@ -82,3 +82,30 @@ def test_worker_never_sees_the_hidden_salt(tmp_path, monkeypatch):
         assert os.environ["KERNELWRIGHT_HIDDEN_SALT"] == "top-secret"
     finally:
         session.close()
+
+
+def test_run_ceilings_only_lower_the_launch_term(monkeypatch):
+    """The launch term of the floor is min(the device table's, the one measured in this run)."""
+    import torch
+
+    from kernelwright.gate import device_info as D
+
+    table = {"measured": {"copy_bandwidth_Bps": 4e12, "fp8_flops": 1e15, "bf16_flops": 5e14,
+                          "launch_latency_s": 14e-6}, "peak": {}, "source": "test"}
+    monkeypatch.setattr(D, "load_ceilings", lambda device: {**table, "measured": dict(table["measured"])})
+    dev = torch.device("cpu")
+    monkeypatch.setattr(D, "launch_latency_now", lambda device: 9e-6)
+    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 9e-6
+    monkeypatch.setattr(D, "launch_latency_now", lambda device: 30e-6)
+    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 14e-6
+    monkeypatch.setattr(D, "launch_latency_now", lambda device: None)
+    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 14e-6
+    assert table["measured"]["launch_latency_s"] == 14e-6      # the table itself is not modified
+
+
+def test_launch_latency_now_is_none_off_cuda():
+    import torch
+
+    from kernelwright.gate.device_info import launch_latency_now
+
+    assert launch_latency_now(torch.device("cpu")) is None

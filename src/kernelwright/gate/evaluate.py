@@ -26,7 +26,7 @@ from kernelwright.definitions.base import BuiltinDefinition
 from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.checkers import CheckResult, check_outputs
-from kernelwright.gate.device_info import load_ceilings, resolve_device
+from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
 from kernelwright.gate.session import WorkerSession
 from kernelwright.inputs import make_generator, seed_for
@@ -604,13 +604,14 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             if reason is not None and (kernels or ctx.device.type == "cuda"):
                 return _rejected(ctx, run, reason, message, gate), perf
 
-    ceilings = load_ceilings(ctx.device)
+    ceilings = ceilings_for_run(ctx.device)
     if ceilings is not None:
         work = ctx.roofline()
         floor_ms = work.floor_s(ceilings["measured"]) * 1e3
         gate.roofline_floor_ms = floor_ms
         gate.roofline_fraction = floor_ms / latency
         notes["roofline"] = {"flops": work.flops, "bytes": work.bytes, "unit": work.unit,
+                             "launch_latency_us": ceilings["measured"].get("launch_latency_s", 0.0) * 1e6,
                              "achieved_TBps": work.bytes / (latency * 1e-3) / 1e12,
                              "achieved_TFLOPs": work.flops / (latency * 1e-3) / 1e12}
         if latency < work.floor_s(ceilings["peak"]) * 1e3 * 0.98:
