@@ -121,6 +121,7 @@ def bench_cmd(
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N workloads per definition."),
+    sweep: bool = typer.Option(False, "--sweep", help="The definition's sweep workloads instead of the contest ones (moe: T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224; 30 workloads)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
     warmup: Optional[int] = typer.Option(None, help="Warm-up iterations per trial (default 10)."),
     iterations: Optional[int] = typer.Option(None, help="Timed iterations per trial (default 50)."),
@@ -155,7 +156,7 @@ def bench_cmd(
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue
-        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit), cands))
+        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep), cands))
     if not plans:
         raise UsageError("nothing to run: no solution matches the selected definitions")
     out = out or _default_out(device)

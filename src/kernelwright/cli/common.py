@@ -75,9 +75,20 @@ def load_solution(path: Path) -> Solution:
     raise UsageError(f"{path}: expected a solution folder or a Solution .json")
 
 
-def pick_workloads(builtin: BuiltinDefinition, selectors: Optional[List[str]], limit: Optional[int]) -> List[Workload]:
-    """Public workloads filtered by uuid prefixes or 0-based indices, optionally the first N."""
-    workloads = builtin.public_workloads()
+def pick_workloads(builtin: BuiltinDefinition, selectors: Optional[List[str]], limit: Optional[int],
+                   sweep: bool = False) -> List[Workload]:
+    """Public workloads (with ``sweep``: the definition's sweep set) filtered by uuid prefixes or
+    0-based indices, optionally the first N.
+
+    Raises:
+        UsageError: no workload matches a selector, or ``sweep`` for a definition without a sweep set.
+    """
+    if sweep:
+        if builtin.sweep_workloads is None:
+            raise UsageError(f"{builtin.name} has no sweep workload set (only moe has one, at full size)")
+        workloads = builtin.sweep_workloads()
+    else:
+        workloads = builtin.public_workloads()
     if selectors:
         chosen = []
         for sel in selectors:

@@ -82,6 +82,8 @@ class BuiltinDefinition:
     regimes_order: List[str] = field(default_factory=list)
     requires_kernel: bool = True
     ref: Optional[str] = None  # "package.module:ATTR" for definitions that are not built in
+    # an optional extra workload set (``kernelwright bench --sweep``): e.g. MoE's T sweep
+    sweep_workloads: Optional[Callable[[], List[Workload]]] = None
 
     @property
     def locator(self) -> str:
@@ -117,7 +119,8 @@ class BuiltinDefinition:
             return small or ranked[:1]
 
         return replace(self, definition=small, public_workloads=self.quick_workloads,
-                       hidden_workloads=small_hidden, ref=f"{self.ref}__quick" if self.ref else None)
+                       hidden_workloads=small_hidden, ref=f"{self.ref}__quick" if self.ref else None,
+                       sweep_workloads=None)
 
 
 def load_definition(folder: Path, reference: ModuleType) -> Definition:

@@ -90,6 +90,17 @@ def hidden_workloads(salt: str) -> List[Workload]:
     return [_workload(f"hidden-moe-{i}-{salt[:8]}", t, 32 * rng.randint(0, 7)) for i, t in enumerate(sizes)]
 
 
+SWEEP_SEQ_LENS = [1 << i for i in range(15)]      # 1, 2, 4, ..., 16384
+SWEEP_OFFSETS = [0, 224]
+
+
+def sweep_workloads() -> List[Workload]:
+    """The T sweep of issue 5's targets: seq_len in 1, 2, 4, ..., 16384 at local_expert_offset 0
+    and 224 (the first and the last of the 8 expert-parallel ranks), routed_scaling_factor 2.5;
+    30 workloads, uuids ``sweep-moe-t<T>-o<offset>``."""
+    return [_workload(f"sweep-moe-t{t}-o{off}", t, off) for off in SWEEP_OFFSETS for t in SWEEP_SEQ_LENS]
+
+
 def quick_workloads() -> List[Workload]:
     return [_workload("quick-moe-t1", 1, 0), _workload("quick-moe-t5", 5, 224),
             _workload("quick-moe-t37", 37, 96)]
@@ -105,6 +116,7 @@ BUILTIN = BuiltinDefinition(
     public_workloads=public_workloads,
     hidden_workloads=hidden_workloads,
     quick_workloads=quick_workloads,
+    sweep_workloads=sweep_workloads,
     quick_axes={"hidden_size": 256, "intermediate_size": 128, "gemm1_out_size": 256,
                 "num_hidden_blocks": 2, "num_intermediate_blocks": 1, "num_gemm1_out_blocks": 2},
     roofline=roofline,
