@@ -1,9 +1,11 @@
 """The two grouped FP8 GEMMs and the per-token reduce.
 
-GEMM1  (one program per (M-block, N-block of I)):  up = A W13[e, :I]^T, gate = A W13[e, I:]^T,
-       both FP8 dots in the same K loop with 128-block scale promotion in fp32; epilogue
-       C = silu(gate) * up, re-quantised to FP8 per row per BLOCK_N columns (BLOCK_N = the
-       C quantisation group QG, so each tile row is exactly one group).
+GEMM1  (one program per (M-block, N-block of I), times SPLIT_K):  up = A W13[e, :I]^T,
+       gate = A W13[e, I:]^T, both FP8 dots in the same K loop with 128-block scale promotion in
+       fp32; epilogue C = silu(gate) * up, re-quantised to FP8 per row per BLOCK_N columns
+       (BLOCK_N = the C quantisation group QG, so each tile row is exactly one group).  With
+       SPLIT_K > 1 each program covers 1/SPLIT_K of H and a second kernel sums the fp32 partials
+       and runs the epilogue.
 GEMM2  (one program per (M-block, N-block of H)):  O = C W2[e]^T with QG-block C scales and
        128x128 W2 scales, written as bf16 rows at the pair's padded row.
 reduce (one program per (token, H-block)): out[t] = sum_k w[t,k] * O[row(t,k)] over the
@@ -22,16 +24,43 @@ SCALE_BLOCK = 128  # FP8 block-scale granularity of the operands (1x128 activati
 FP8_MAX = 448.0
 
 
+@triton.jit
+def _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr,
+                        I: tl.constexpr, FP8_MAX_C: tl.constexpr):
+    """GEMM1's epilogue: C = silu(gate) * up (the SECOND half is the gate), re-quantised to FP8
+    per row per tile (one QG group), stored at the padded rows with its scales [I/QG, R]."""
+    c = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+    amax = tl.max(tl.abs(c), axis=1)
+    scale = tl.where(amax > 0.0, amax / FP8_MAX_C, 1.0)
+    q = tl.minimum(tl.maximum(c / scale[:, None], -FP8_MAX_C), FP8_MAX_C)
+    # Round to the e4m3 grid (3 mantissa bits, nearest-even) in integer arithmetic, so the cast
+    # below is exact both on the GPU (cvt.rn.satfinite) and in the Triton interpreter (whose
+    # fp32->fp8 cast truncates and can mis-carry into the exponent).  |q| <= 448 stays <= 448.
+    bits = q.to(tl.int32, bitcast=True)
+    bits = (bits + (0x7FFFF + ((bits >> 20) & 1))) & -1048576   # -1048576 = ~0xFFFFF
+    q = bits.to(tl.float32, bitcast=True)
+    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * I + n_up[None, :]
+    tl.store(c_ptrs, q.to(c_ptr.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(c_scale_ptr + pid_n * R + rows, scale, mask=row_ok)   # [I/BLOCK_N, R]
+
+
 @triton.jit(do_not_specialize=["T", "R"])
 def _gemm1_kernel(
     a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr,
-    c_ptr, c_scale_ptr,
+    c_ptr, c_scale_ptr, part_ptr,
     T, R,
     H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr,
 ):
+    """SPLIT_K = 1: the whole K loop and the SwiGLU/FP8 epilogue.  SPLIT_K > 1 (decode, when one
+    or two active experts cannot fill the SMs): program pid*SPLIT_K + j runs the j-th 1/SPLIT_K of
+    H and stores its fp32 up/gate partials to part [SPLIT_K, R, 2I]; _gemm1_splitk_epilogue sums
+    them in a fixed order (deterministic) and applies the same epilogue."""
     pid = tl.program_id(0)
+    pid_k = pid % SPLIT_K                 # K slices of one tile are adjacent programs (A in L2)
+    pid = pid // SPLIT_K
     NUM_N: tl.constexpr = I // BLOCK_N
     # program id -> (M-block, N-block).  GROUP_M = 1: N fastest (one M-block's tiles are
     # consecutive); GROUP_M > 1: groups of GROUP_M M-blocks sweep N together, M fastest inside
@@ -72,11 +101,17 @@ def _gemm1_kernel(
     sg_ptr = ws_base + ((I + pid_n * BLOCK_N) // SCALE_BLK) * KB
     as_ptrs = a_scale_ptr + tok                               # [H/128, T]: + kb * T
 
+    K_STEPS: tl.constexpr = H // BLOCK_K // SPLIT_K
+    k0 = pid_k * (K_STEPS * BLOCK_K)                          # first column of this K slice
+    a_ptrs += k0
+    wu_ptrs += k0
+    wg_ptrs += k0
+
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k in range(0, H // BLOCK_K):
+    for k in range(0, K_STEPS):
         for s in tl.static_range(NSUB):
-            kb = (k * BLOCK_K + s * KS) // SCALE_BLK
+            kb = (k0 + k * BLOCK_K + s * KS) // SCALE_BLK
             a = tl.load(a_ptrs + s * KS)
             a_s = tl.load(as_ptrs + kb * T)
             wu = tl.load(wu_ptrs + s * KS)
@@ -89,20 +124,44 @@ def _gemm1_kernel(
         wu_ptrs += BLOCK_K
         wg_ptrs += BLOCK_K
 
-    # SwiGLU (the SECOND half is the gate), then 1 x BLOCK_N FP8 re-quantisation per row
-    c = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
-    amax = tl.max(tl.abs(c), axis=1)
-    scale = tl.where(amax > 0.0, amax / FP8_MAX_C, 1.0)
-    q = tl.minimum(tl.maximum(c / scale[:, None], -FP8_MAX_C), FP8_MAX_C)
-    # Round to the e4m3 grid (3 mantissa bits, nearest-even) in integer arithmetic, so the cast
-    # below is exact both on the GPU (cvt.rn.satfinite) and in the Triton interpreter (whose
-    # fp32->fp8 cast truncates and can mis-carry into the exponent).  |q| <= 448 stays <= 448.
-    bits = q.to(tl.int32, bitcast=True)
-    bits = (bits + (0x7FFFF + ((bits >> 20) & 1))) & -1048576   # -1048576 = ~0xFFFFF
-    q = bits.to(tl.float32, bitcast=True)
-    c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * I + n_up[None, :]
-    tl.store(c_ptrs, q.to(c_ptr.dtype.element_ty), mask=row_ok[:, None])
-    tl.store(c_scale_ptr + pid_n * R + rows, scale, mask=row_ok)   # [I/BLOCK_N, R]
+    if SPLIT_K == 1:
+        _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr,
+                            I, FP8_MAX_C)
+    else:
+        p_ptrs = part_ptr + (pid_k * R + rows).to(tl.int64)[:, None] * (2 * I) + n_up[None, :]
+        tl.store(p_ptrs, acc_u, mask=row_ok[:, None])
+        tl.store(p_ptrs + I, acc_g, mask=row_ok[:, None])
+
+
+@triton.jit(do_not_specialize=["R"])
+def _gemm1_splitk_epilogue(
+    part_ptr, block_expert_ptr, block_rows_ptr, c_ptr, c_scale_ptr,
+    R,
+    I: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr,
+    FP8_MAX_C: tl.constexpr,
+):
+    """Sums GEMM1's SPLIT_K fp32 partials (slice order: deterministic) for one (M-block, N-block)
+    tile and applies the SwiGLU/FP8 epilogue; grid MB * (I / BLOCK_N), unused blocks exit."""
+    pid = tl.program_id(0)
+    NUM_N: tl.constexpr = I // BLOCK_N
+    pid_m = pid // NUM_N
+    pid_n = pid % NUM_N
+    expert = tl.load(block_expert_ptr + pid_m)
+    if expert < 0:
+        return
+    n_valid = tl.load(block_rows_ptr + pid_m)
+    offs_m = tl.arange(0, BLOCK_M)
+    rows = pid_m * BLOCK_M + offs_m
+    row_ok = offs_m < n_valid
+    n_up = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for j in tl.static_range(SPLIT_K):
+        p_ptrs = part_ptr + (j * R + rows).to(tl.int64)[:, None] * (2 * I) + n_up[None, :]
+        acc_u += tl.load(p_ptrs, mask=row_ok[:, None], other=0.0)
+        acc_g += tl.load(p_ptrs + I, mask=row_ok[:, None], other=0.0)
+    _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr,
+                        I, FP8_MAX_C)
 
 
 @triton.jit(do_not_specialize=["R"])

@@ -6,7 +6,9 @@ only (upper bounds; surplus programs exit at once):
   routing   grid cdiv(T, ROUTE_BT)      topk ids/weights [T,8], counts[e] and each local pair's
                                         slot via atomics; with COMBINE also zeroes the output
   align     grid cdiv(max(8T, MB), 256) pair -> padded row, row -> pair, M-block -> expert/rows
-  gemm1     grid MB * (I / QG)          C = silu(gate) * up -> fp8 [R, I] + scales [I/QG, R]
+  gemm1     grid MB * (I / QG) * SPLIT  C = silu(gate) * up -> fp8 [R, I] + scales [I/QG, R];
+                                        with G1_SPLIT_K > 1 fp32 partials per K slice, then
+  gemm1 epilogue (split-K only)         sums the partials in slice order, SwiGLU, FP8
   gemm2     grid MB * (H / BN2)         O = C W2^T; COMBINE: out[t] += w * O (bf16 atomics),
                                         else bf16 rows [R, H] for the reduce
   reduce    (not with COMBINE)          out[t] = sum_k w[t,k] O[row(t,k)] (fp32) -> bf16;
@@ -24,7 +26,7 @@ Inside someone else's capture (the caller graphs us) the call runs eagerly.
 import torch
 import triton
 
-from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm2_kernel, _reduce_kernel
+from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm1_splitk_epilogue, _gemm2_kernel, _reduce_kernel
 from .routing import TOP_K, align, route
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
@@ -88,14 +90,22 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
 
     c = torch.empty((R, I), dtype=torch.float8_e4m3fn, device=dev)
     c_scale = torch.empty((I // qg, R), dtype=torch.float32, device=dev)
-    _gemm1_kernel[(mb * (I // qg),)](
+    split = cfg["G1_SPLIT_K"]
+    # fp32 up/gate partials of each K slice (only with split-K; else a placeholder pointer)
+    part = torch.empty((split, R, 2 * I), dtype=torch.float32, device=dev) if split > 1 else c_scale
+    _gemm1_kernel[(mb * (I // qg) * split,)](
         hidden_states.contiguous(), hidden_states_scale.contiguous(), gemm1_weights.contiguous(),
-        gemm1_weights_scale.contiguous(), sorted_pairs, block_expert, block_rows, c, c_scale,
+        gemm1_weights_scale.contiguous(), sorted_pairs, block_expert, block_rows, c, c_scale, part,
         T, R, H=H, I=I, TOP_K=TOP_K,
         BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"], SCALE_BLK=SCALE_BLOCK,
-        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"],
+        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split,
         num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
+    if split > 1:
+        _gemm1_splitk_epilogue[(mb * (I // qg),)](
+            part, block_expert, block_rows, c, c_scale, R,
+            I=I, BLOCK_M=bm, BLOCK_N=qg, SPLIT_K=split, FP8_MAX_C=FP8_MAX, num_warps=4, num_stages=1,
+        )
 
     y = c if combine else torch.empty((R, H), dtype=torch.bfloat16, device=dev)
     _gemm2_kernel[(mb * (H // g2_bn),)](
@@ -160,6 +170,9 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
             raise ValueError(f"bad MoE config {cfg}")
     else:   # K steps wider than a scale block: a power-of-two multiple dividing H
         cfg["G1_BLOCK_K"] = _largest_divisor_tile(H, cfg["G1_BLOCK_K"])
+    cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))
+    if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
+        raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
     dst = output
     if not output.is_contiguous():   # the kernels write row-major [T, H]
