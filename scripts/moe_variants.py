@@ -371,11 +371,18 @@ def main():
     ap.add_argument("--budget", type=float, default=240.0)
     ap.add_argument("--ts", default=None, help="comma-separated T subset")
     ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter)")
+    ap.add_argument("--only", default=None, help="comma-separated variant names (default: all)")
     args = ap.parse_args()
+    global DEV, SMOKE, TS, VARIANTS, REGIME_TS, RANGES, VALIDATE
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in VARIANTS]
+        if unknown:
+            sys.exit(f"unknown variant(s) {unknown}; known: {sorted(VARIANTS)}")
+        VARIANTS = {n: VARIANTS[n] for n in wanted}
     if args.aot:
         aot(args.aot)
         return
-    global DEV, SMOKE, TS, VARIANTS, REGIME_TS, RANGES, VALIDATE
     if args.smoke:
         DEV, SMOKE = torch.device("cpu"), True
         TS = [3, 5, 20]
