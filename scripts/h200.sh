@@ -47,6 +47,9 @@ for stage in "$@"; do
       mkdir -p /tmp/records
       timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
       cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
+    variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/variants
+      mkdir -p /tmp/records/variants
+      timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out /tmp/records/variants 2>&1 | tee /tmp/records/variants/variants.log | tail -${VAR_TAIL:-40};;
     hostprobe) # the MoE solution's host path inside the gate's worker, piece by piece
       mkdir -p /tmp/records
       python3 scripts/moe_host_probe.py /tmp/moeprobe >/dev/null
