@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 
 import torch.multiprocessing as tmp
 
-from kernelwright.gate import guards
+from kernelwright.gate import guards, wire
 from kernelwright.trace import Solution
 
 
@@ -151,7 +151,14 @@ class WorkerSession:
                         "error": f"no reply within {timeout_s:.0f} s\n" + self.log_tail()}
             try:
                 if self.conn.poll(min(remaining, 1.0)):
-                    return self.conn.recv()
+                    reply = wire.safe_recv(self.conn)   # never conn.recv(): see gate/wire.py
+                    if not isinstance(reply, dict):
+                        return self._crashed(f"bad reply: a {type(reply).__name__}, not a message")
+                    return reply
+            except wire.ForbiddenGlobal as exc:
+                self.kill()
+                return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
+                        "error": f"the worker sent a pickle that calls code: {exc}\n" + self.log_tail()}
             except (EOFError, OSError, ConnectionResetError):
                 return self._crashed("connection closed")
             except Exception as exc:  # unpicklable reply etc.

@@ -98,6 +98,8 @@ CASES: List[Case] = [
          why="the message loop holds the pipe and the handlers as locals: the forgery never reaches the parent"),
     Case("forge_early_reply", "forges the worker's reply (no patching)", "demo", _r("GATE_TAMPERED"), "H12",
          why="after every timing reply the parent pings with a random nonce: the real reply arrives instead"),
+    Case("pickle_parent", "runs code in the parent through a pickled reply", "demo", _r("GATE_TAMPERED"), "H12",
+         why="the parent unpickles worker messages with an allow-list (gate/wire.py): exec is refused"),
     Case("forge_results_file", "forges the results folder", "demo", _r("FILE_TAMPERED"), "H12 H20", serial=True),
     Case("edit_repo", "edits files outside the solution (repo)", "demo", _r("FILE_TAMPERED", "BUILD_FAILED"), "H20",
          serial=True, why="BUILD_FAILED where the checkout is read-only: the write itself fails at import"),
