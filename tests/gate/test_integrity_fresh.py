@@ -128,3 +128,29 @@ def test_workload_context_checks_every_twin(demo):
         assert ctx.random_samples[t] == 1
     off = WorkloadContext(b, w, GateConfig(device="cpu", warmup=1, iterations=4, trials=1, guards=False))
     assert off.twins == [None] and off.sample_plan == [{}] and off.random_samples == [0]
+
+
+def test_hooks_installed_after_the_snapshot_are_reported():
+    import gc
+    import sys
+
+    from torch.overrides import TorchFunctionMode
+
+    from kernelwright.gate import integrity
+
+    snap = integrity.capture()
+    assert not integrity.hooks_installed(snap)
+    sys.setprofile(lambda *a: None)
+    try:
+        assert "hook: sys.setprofile" in integrity.changed(snap)
+    finally:
+        sys.setprofile(None)
+    cb = lambda phase, info: None  # noqa: E731
+    gc.callbacks.append(cb)
+    try:
+        assert "hook: gc.callbacks" in integrity.hooks_installed(snap)
+    finally:
+        gc.callbacks.remove(cb)
+    with TorchFunctionMode():
+        assert "hook: torch function mode" in integrity.hooks_installed(snap)
+    assert not integrity.hooks_installed(snap)

@@ -87,6 +87,7 @@ class Snapshot:
         self.codes = {label: (v.__code__, v.__defaults__, v.__kwdefaults__)
                       for label, _, _, v in entries if _is_function(v)}
         self.extra = extra  # label -> (getter, original)
+        self.hooks = _hook_state()  # profile/trace functions, torch modes, gc callbacks at capture
 
 
 def capture(harness: Any = None) -> Snapshot:
@@ -140,6 +141,11 @@ def accept(snap: Snapshot, labels) -> None:
     caused (e.g. starting the torch profiler imports torch._dynamo, which wraps
     ``torch.manual_seed``)."""
     labels = set(labels)
+    if any(label.startswith("hook: ") for label in labels):
+        now = _hook_state()
+        for label in labels:
+            if label.startswith("hook: ") and label[6:] in now:
+                snap.hooks[label[6:]] = now[label[6:]]
     for i, (label, owner, name, original) in enumerate(snap.entries):
         if label in labels or label + ".__code__" in labels:
             try:
@@ -157,9 +163,45 @@ def accept(snap: Snapshot, labels) -> None:
             snap.classes[label] = (cls, names | {n for n in cls.__dict__ if f"{label}.{n}" in labels})
 
 
+def _hook_state() -> Dict[str, Any]:
+    """Everything through which code can run inside the harness's own work without being called
+    by it: profile/trace functions (process-wide and for new threads), torch function and
+    dispatch modes left on their stacks, garbage-collector callbacks and ``sys.monitoring``
+    tools.  (Audit hooks cannot be listed from Python; see docs/gate.md section 3.)"""
+    import gc
+    import threading
+
+    state: Dict[str, Any] = {
+        "sys.setprofile": sys.getprofile(), "sys.settrace": sys.gettrace(),
+        "gc.callbacks": tuple(id(c) for c in gc.callbacks),
+    }
+    for name in ("getprofile", "gettrace"):
+        get = getattr(threading, name, None)       # Python >= 3.10
+        if get is not None:
+            state[f"threading.set{name[3:]}"] = get()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for label, fn in (("torch function mode", "_len_torch_function_stack"),
+                          ("torch dispatch mode", "_len_torch_dispatch_stack")):
+            length = getattr(torch._C, fn, None)
+            if length is not None:
+                state[label] = length()
+    monitoring = getattr(sys, "monitoring", None)   # Python >= 3.12
+    if monitoring is not None:
+        state["sys.monitoring"] = tuple(monitoring.get_tool(i) for i in range(6))
+    return state
+
+
+def hooks_installed(snap: Snapshot) -> List[str]:
+    """Labels (``hook: ...``) of hooks present now that were not there at ``capture``."""
+    now = _hook_state()
+    return [f"hook: {label}" for label, value in now.items() if value != snap.hooks.get(label)]
+
+
 def changed(snap: Snapshot) -> List[str]:
-    """Labels of entries that no longer hold their original object (or code)."""
-    found: List[str] = []
+    """Labels of entries that no longer hold their original object (or code), and of hooks
+    installed since the snapshot (``hooks_installed``)."""
+    found: List[str] = hooks_installed(snap)
     for label, owner, name, original in snap.entries:
         try:
             current = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
