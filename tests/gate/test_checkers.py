@@ -124,3 +124,23 @@ def test_indexer_missing_tokens_fail_sorted_scores(indexer_case):
 def test_unknown_checker():
     with pytest.raises(ValueError):
         check_outputs("nope", {}, {}, TOL, {})
+
+
+def test_finite_output_where_the_reference_is_infinite_fails():
+    """inf/inf is NaN, which compares False with every threshold: such an element must still
+    count as a mismatch (found by the 2026-11-29 red-team review)."""
+    import math
+
+    import torch
+
+    from kernelwright.gate.checkers import check_elementwise
+    from kernelwright.definitions.base import Tolerance
+    from kernelwright.trace import EvaluationStatus
+
+    tol = Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0)
+    ref = torch.tensor([1.0, -math.inf, 2.0])
+    assert check_elementwise({"lse": ref.clone()}, {"lse": ref}, tol, allow_ref_neg_inf=True).status \
+        == EvaluationStatus.PASSED
+    out = torch.tensor([1.0, 5.0, 2.0])
+    res = check_elementwise({"lse": out}, {"lse": ref}, tol, allow_ref_neg_inf=True)
+    assert res.status == EvaluationStatus.INCORRECT_NUMERICAL

@@ -44,6 +44,9 @@ def _finite_stats(x: torch.Tensor, y: torch.Tensor, tol: Tolerance, allowed_nonf
     y = y.to(torch.float32)
     both_inf = allowed_nonfinite if allowed_nonfinite is not None else torch.zeros_like(x, dtype=torch.bool)
     bad_nonfinite = (~torch.isfinite(x)) & ~both_inf
+    # a finite output where the reference is inf or NaN: |x - y| / |y| is inf/inf = NaN there,
+    # which compares False with every threshold, so without this it would count as matched
+    ref_nonfinite = (~torch.isfinite(y)) & ~both_inf
     abs_err = (x - y).abs()
     abs_err = torch.where(both_inf, torch.zeros_like(abs_err), abs_err)
     rel_err = abs_err / (y.abs() + 1e-8)
@@ -51,7 +54,7 @@ def _finite_stats(x: torch.Tensor, y: torch.Tensor, tol: Tolerance, allowed_nonf
     n = abs_err.numel()
     if n == 0:
         return 0.0, 0.0, 1.0, 0
-    exceed = ((abs_err > tol.atol) & (rel_err > tol.rtol)) | bad_nonfinite
+    exceed = ((abs_err > tol.atol) & (rel_err > tol.rtol)) | bad_nonfinite | ref_nonfinite
     matched = 1.0 - float(exceed.sum().item()) / n
     finite_abs = abs_err[torch.isfinite(abs_err)]
     finite_rel = rel_err[torch.isfinite(rel_err)]

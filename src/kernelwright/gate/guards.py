@@ -177,17 +177,25 @@ def native_thread_count() -> int:
 
 
 def child_process_count() -> int:
-    """Live child processes of this process (zombies excluded); -1 where unavailable."""
+    """Live processes this process started, zombies excluded; -1 where unavailable.  When this
+    process leads its own session (the worker calls ``os.setsid`` at start), every process of
+    that session counts, so a grandchild that outlives its parent (a double-forked daemon) is
+    still seen; otherwise the direct children."""
     pid = os.getpid()
+    try:
+        leader = os.getsid(0) == pid
+    except OSError:
+        leader = False
     count = 0
     try:
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
+            if not entry.isdigit() or int(entry) == pid:
                 continue
             try:
                 with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid and fields[0] != "Z":
+                    fields = fh.read().rsplit(")", 1)[1].split()   # state, ppid, pgrp, session, ...
+                mine = int(fields[3]) == pid if leader else int(fields[1]) == pid
+                if mine and fields[0] != "Z":
                     count += 1
             except (OSError, IndexError, ValueError):
                 continue
@@ -379,16 +387,23 @@ def protected_roots(out_dir=None) -> List[str]:
     return roots
 
 
-def snapshot_files(roots, exclude=()) -> Dict[str, tuple]:
-    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots``.  ctime cannot
-    be set from user space, so an edit that restores the mtime still shows."""
+def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
+    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots``, except the files
+    ``exclude`` and everything under ``exclude_dirs`` (the run's worker logs: every worker may
+    write its own log at any time, so a change there says nothing about the solution being
+    judged).  ctime cannot be set from user space, so an edit that restores the mtime still shows."""
     found: Dict[str, tuple] = {}
     skip = {os.path.abspath(e) for e in exclude}
+    skip_dirs = {os.path.abspath(d) for d in exclude_dirs}
     for root in roots:
         if not os.path.exists(root):
             found[root] = ("absent",)
             continue
         for dirpath, dirnames, filenames in os.walk(root):
+            if os.path.abspath(dirpath) in skip_dirs:
+                dirnames[:] = []
+                continue
+            dirnames[:] = [d for d in dirnames if os.path.abspath(os.path.join(dirpath, d)) not in skip_dirs]
             st = os.lstat(dirpath)
             found[dirpath + os.sep] = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             for name in filenames:

@@ -14,6 +14,7 @@ without ``KERNELWRIGHT_HIDDEN_SALT`` in its environment.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -56,6 +57,7 @@ class WorkerSession:
         self.protect = list(protect)
         self._logs: List[str] = []
         self.proc = None
+        self._own_group = False
         self.conn = None
         self.load_reply: Dict[str, Any] = {}
         self.restarts = 0
@@ -90,6 +92,10 @@ class WorkerSession:
         child.close()
         self.conn = parent
         ready = self._wait(self.timeouts.start_s)
+        try:   # the worker made itself a process-group leader (os.setsid) before replying
+            self._own_group = ready.get("ok") is True and os.getpgid(self.proc.pid) == self.proc.pid != os.getpgid(0)
+        except OSError:
+            self._own_group = False
         if not ready.get("ok"):
             self.load_reply = ready
             return ready
@@ -112,6 +118,7 @@ class WorkerSession:
             if self.proc.is_alive():
                 self.proc.kill()
                 self.proc.join(5)
+            self._kill_group()   # descendants the worker left behind (a detached daemon)
         self.proc = None
         if self.conn is not None:
             try:
@@ -126,7 +133,7 @@ class WorkerSession:
         if not self.alive:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
-        before = guards.snapshot_files(self.protect, self._logs) if self.protect else None
+        before = guards.snapshot_files(self.protect, self._logs, (self.log_dir,)) if self.protect else None
         started = time.perf_counter()
         try:
             self.conn.send(msg)
@@ -136,7 +143,7 @@ class WorkerSession:
         reply["parent_wall_s"] = time.perf_counter() - started
         reply.pop("files_changed", None)
         if before is not None:
-            changed = guards.changed_files(before, guards.snapshot_files(self.protect, self._logs))
+            changed = guards.changed_files(before, guards.snapshot_files(self.protect, self._logs, (self.log_dir,)))
             if changed:
                 reply["files_changed"] = changed
         return reply
@@ -175,6 +182,17 @@ class WorkerSession:
         if self.proc is not None and self.proc.is_alive():
             self.proc.kill()
             self.proc.join(5)
+        self._kill_group()
+
+    def _kill_group(self) -> None:
+        """Kill what is left of the worker's process group (it calls ``os.setsid`` at start, so
+        the group is its own: never the parent's)."""
+        if self.proc is None or self.proc.pid is None or not self._own_group:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
     def log_tail(self, limit: int = 8000) -> str:
         if not self._log_path or not os.path.exists(self._log_path):

@@ -639,6 +639,10 @@ class Harness:
 
 def main(conn, device: str, log_path: Optional[str] = None) -> None:
     """Worker entry point (run in a spawned process)."""
+    try:
+        os.setsid()   # its own session and process group: descendants are counted and killed with it
+    except OSError:
+        pass
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(fd, 1)
