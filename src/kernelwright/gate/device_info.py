@@ -149,10 +149,10 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
         raise RuntimeError("device ceilings are measured on a CUDA device")
     torch.cuda.set_device(device)
     n = 1 << 30
-    src = torch.empty(n, dtype=torch.float32, device=device).uniform_()
-    dst = torch.empty_like(src)
-    copy_ms = _time_ms(lambda: dst.copy_(src))
-    del src, dst
+    buffers = [torch.empty(n, dtype=torch.float32, device=device).uniform_()]
+    buffers.append(torch.empty_like(buffers[0]))
+    copy_ms = _time_ms(lambda: buffers[1].copy_(buffers[0]))
+    buffers.clear()
     size = 8192
     a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
     b = torch.randn(size, size, device=device, dtype=torch.bfloat16)

@@ -53,6 +53,10 @@ class GateConfig:
     guards: bool = True           # False: --fast-unsafe (no fresh inputs per iteration, samples, determinism)
     split: str = "public"
     salt: str = "kernelwright-public"
+    # drawn per run (os.urandom) and mixed into every input seed, so no solution can compute the
+    # inputs of its timed iterations in advance (red-team case ``predict_inputs``); recorded in each
+    # trace's gate notes (``input_nonce``), and a run with the same nonce reproduces the inputs
+    nonce: str = field(default_factory=lambda: os.urandom(8).hex())
 
     @classmethod
     def preset(cls, device: str, quick: bool = False, **overrides: Any) -> "GateConfig":
@@ -106,7 +110,7 @@ class WorkloadContext:
         self._ref_latency: Optional[float] = None
         self._roofline = None
         self._flusher: Optional[T.L2Flusher] = None
-        base = (cfg.salt, cfg.split, workload.uuid)
+        base = (cfg.salt, cfg.split, workload.uuid, cfg.nonce)
         n = cfg.warmup + cfg.iterations
         self.nsets = max(2, cfg.buffer_sets)
         self.timing_seeds = [[seed_for(*base, "iter", t, i) for i in range(n)] for t in range(cfg.trials)]
@@ -143,7 +147,8 @@ class WorkloadContext:
     @property
     def trials(self) -> List[Trial]:
         if self._trials is None:
-            self._trials = [self.generate(seed_for(self.cfg.salt, self.cfg.split, self.workload.uuid, "trial", t))
+            self._trials = [self.generate(seed_for(self.cfg.salt, self.cfg.split, self.workload.uuid, self.cfg.nonce,
+                                                   "trial", t))
                             for t in range(self.cfg.trials)]
         return self._trials
 
@@ -315,8 +320,8 @@ class _Watch:
                 agg[i] += v[i]
         self.l2_limit = max(self.l2_limit, int(reply.get("l2_limit") or 0))
 
-    def request(self, msg: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
-        reply = self.run.session.request(msg, timeout_s)
+    def request(self, msg: Dict[str, Any], timeout_s: float, on_step=None) -> Dict[str, Any]:
+        reply = self.run.session.request(msg, timeout_s, on_step=on_step)
         self.note(reply)
         return reply
 
@@ -346,6 +351,75 @@ class _Watch:
         else:
             ev = ev.model_copy(update={"gate": gate, "log": message + ev.log})
         return trace.model_copy(update={"evaluation": ev})
+
+
+class _TimingConversation:
+    """The parent's side of one ``time`` op: answers the worker's ``spec`` requests one
+    iteration at a time, and at each ``done`` decides, with the parent's own randomness
+    (``os.urandom``), whether to copy that iteration's outputs out of the shared buffers for a
+    check.  The worker waits for the answer, so nothing in it runs while the copy is made, and
+    no call ever sees the inputs of a later iteration.  Out-of-order messages (a forged ``done``,
+    a skipped iteration) are recorded in ``violations``."""
+
+    def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool):
+        self.ctx, self.t, self.sets, self.specs = ctx, t, sets, specs
+        self.nsets = len(sets)
+        self.forced = dict(ctx.sample_plan[t])              # the twin: always checked
+        self.eligible = [i for i in range(ctx.cfg.warmup, len(specs)) if i not in self.forced]
+        self.remaining, self.wanted = len(self.eligible), ctx.random_samples[t]
+        self.graph_plan = set(ctx.graph_plan) if with_graph else set()
+        self.snapshots: Dict[int, List[torch.Tensor]] = {}        # timed iteration -> outputs
+        self.graph_snapshots: Dict[int, List[torch.Tensor]] = {}  # graph replay -> outputs
+        self.served = -1                                          # last timed spec handed out
+        self.done = -1                                            # last timed iteration finished
+        self.violations: List[str] = []
+
+    def _copy(self, outputs) -> List[torch.Tensor]:
+        copies = [o.clone() for o in outputs]
+        T.sync(self.ctx.device)
+        return copies
+
+    def __call__(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        step, phase, i = message.get("step"), message.get("phase"), message.get("i")
+        answer: Dict[str, Any] = {"step": step}
+        if not isinstance(i, int) or i < 0:
+            self.violations.append(f"bad iteration index {i!r}")
+            return answer
+        if step == "spec":
+            if phase == "time":
+                if i != self.done + 1 or i >= len(self.specs):
+                    self.violations.append(f"spec of timed iteration {i} asked after iteration {self.done} finished")
+                    return answer
+                self.served = i
+                answer["spec"] = self.specs[i]
+            elif phase == "graph" and i < len(self.ctx.graph_seeds):
+                answer["spec"] = self.ctx.graph_seeds[i]
+            elif phase in ("cupti", "profile"):
+                answer["spec"] = self.specs[i % len(self.specs)]
+            else:
+                self.violations.append(f"spec of {phase!r} iteration {i}")
+        elif step == "done":
+            if phase == "time":
+                if i != self.served or i != self.done + 1:
+                    self.violations.append(f"timed iteration {i} reported done out of order")
+                    return answer
+                self.done = i
+                take = i in self.forced
+                if not take and i >= self.ctx.cfg.warmup and self.remaining > 0:
+                    draw = int.from_bytes(os.urandom(4), "little")
+                    take = draw * self.remaining < self.wanted * (1 << 32)    # selection sampling
+                    self.wanted -= int(take)
+                    self.remaining -= 1
+                if take:
+                    self.snapshots[i] = self._copy(self.sets[i % self.nsets]["outputs"])
+            elif phase == "graph":
+                if i in self.graph_plan and i not in self.graph_snapshots:
+                    self.graph_snapshots[i] = self._copy(self.sets[0]["outputs"])
+            else:
+                self.violations.append(f"done of {phase!r} iteration {i}")
+        else:
+            self.violations.append(f"unknown step {step!r}")
+        return answer
 
 
 def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
@@ -379,13 +453,11 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                          f"importing the solution started {load['py_threads'] - load['py_threads_before']} Python "
                          "thread(s): work can run outside the measured call", gate), None
     nsets = ctx.nsets
-    nsamples = max([len(p) + r for p, r in zip(ctx.sample_plan, ctx.random_samples)]
-                   + [v + 1 for v in ctx.graph_plan.values()] + [1])
-    reply = watch.request({"op": "alloc", "sets": nsets, "samples": max(nsamples, 1),
+    reply = watch.request({"op": "alloc", "sets": nsets, "samples": 0,
                            "inputs": ctx.input_meta, "outputs": ctx.output_meta}, session.timeouts.alloc_s)
     if not reply.get("ok"):
         return _failed(ctx, run, reply, gate), None
-    sets, samples = reply["sets"], reply["samples"]
+    sets = reply["sets"]
     load_threads = load.get("threads", -1)
     load_children = load.get("children", 0)
 
@@ -456,22 +528,17 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     latencies, walls, empties, graph_lat, ksum, kspan = [], [], [], [], [], []
     kernels: Dict[str, List[float]] = {}
     launches: Dict[str, List[float]] = {}
-    notes: Dict[str, Any] = {}
+    notes: Dict[str, Any] = {"input_nonce": cfg.nonce}
     for t in range(cfg.trials):
-        for slot in samples:
-            poison(slot, 0)
-        T.sync(ctx.device)
         specs = ctx.timing_specs[t] if cfg.guards else [ctx.timing_seeds[t][0]] * len(ctx.timing_seeds[t])
+        with_graph = t == 0 and bool(cfg.graph_iterations)
         msg = {"op": "time", "definition": ctx.builtin.locator, "workload": ctx.workload.model_dump_json(),
-               "seeds": specs, "warmup": cfg.warmup,
-               "sample_slots": {str(k): v for k, v in ctx.sample_plan[t].items()},
-               "random_samples": ctx.random_samples[t],
-               "random_slots": [len(ctx.sample_plan[t]) + j for j in range(ctx.random_samples[t])],
-               "graph_seeds": ctx.graph_seeds if t == 0 and cfg.graph_iterations else [],
-               "graph_sample_slots": {str(k): v for k, v in ctx.graph_plan.items()},
+               "iterations": len(specs), "warmup": cfg.warmup,
+               "graph_iterations": len(ctx.graph_seeds) if with_graph else 0,
                "cupti_iters": cfg.cupti_iterations if t == 0 else 0,
                "profile_kernels": t == 0}
-        reply = watch.request(msg, session.timeouts.time_s)
+        talk = _TimingConversation(ctx, t, sets, specs, with_graph)
+        reply = watch.request(msg, session.timeouts.time_s, on_step=talk)
         bad = files_changed()
         if bad:
             return bad, None
@@ -487,17 +554,15 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                 return _rejected(ctx, run, guards.GATE_TAMPERED,
                                  "the worker's replies are out of step with the parent's messages", gate), None
         s = reply["samples"]
-        sampled = {int(k): int(v) for k, v in (reply.get("sampled") or {}).items()}
-        free = set(msg["random_slots"])
-        if cfg.guards and (len(sampled) != ctx.random_samples[t] or not set(sampled.values()) <= free
-                           or len(set(sampled.values())) != len(sampled)
-                           or any(i < cfg.warmup or i >= len(specs) or i in ctx.sample_plan[t] for i in sampled)):
+        if talk.violations or talk.done != len(specs) - 1:
+            session.kill()
             return _rejected(ctx, run, guards.GATE_TAMPERED,
-                             f"the worker checked {sorted(sampled)} instead of {ctx.random_samples[t]} random "
-                             "timed iterations", gate), None
-        for it, slot in sorted({**ctx.sample_plan[t], **sampled}.items()):
+                             "the worker's timing exchange is out of step with the parent's: "
+                             f"{(talk.violations or [f'{talk.done + 1} of {len(specs)} iterations reported'])[:3]}",
+                             gate), None
+        for it in sorted(talk.snapshots):
             ref = ctx.sample_trial(specs[it])
-            check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, samples[slot]), ref.expected,
+            check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.snapshots[it]), ref.expected,
                                   ctx.builtin.tolerance, ref.inputs)
             if not check.passed:
                 twin = " (a twin of an earlier iteration: an output cache keyed on pointers/input values?)" \
@@ -549,9 +614,13 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             empties.append(statistics.median(s["empty_wall_ms"]))
         if s.get("graph_latency_ms"):
             graph_ok = True
-            for it, slot in ctx.graph_plan.items():
+            for it in ctx.graph_plan:
+                if it not in talk.graph_snapshots:
+                    graph_ok = False
+                    notes["graph"] = f"graph replay {it} was never reported done; graph latency not reported"
+                    continue
                 ref = ctx.sample_trial(ctx.graph_seeds[it])
-                check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, samples[slot]), ref.expected,
+                check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.graph_snapshots[it]), ref.expected,
                                       ctx.builtin.tolerance, ref.inputs)
                 if not check.passed:
                     graph_ok = False

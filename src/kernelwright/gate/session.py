@@ -128,8 +128,10 @@ class WorkerSession:
         self.conn = None
 
     # -- messaging -------------------------------------------------------------------------
-    def request(self, msg: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
-        """Send one message and wait for its reply.  Never raises for worker failures."""
+    def request(self, msg: Dict[str, Any], timeout_s: float, on_step=None) -> Dict[str, Any]:
+        """Send one message and wait for its reply.  Messages with a ``step`` key that arrive
+        before the reply are exchanges inside the op (the timing loop's spec requests and sample
+        points): ``on_step(message)`` answers each.  Never raises for worker failures."""
         if not self.alive:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
@@ -139,7 +141,7 @@ class WorkerSession:
             self.conn.send(msg)
         except (OSError, EOFError, BrokenPipeError) as exc:
             return self._crashed(f"send failed: {exc}")
-        reply = self._wait(timeout_s)
+        reply = self._wait(timeout_s, on_step)
         reply["parent_wall_s"] = time.perf_counter() - started
         reply.pop("files_changed", None)
         if before is not None:
@@ -148,7 +150,7 @@ class WorkerSession:
                 reply["files_changed"] = changed
         return reply
 
-    def _wait(self, timeout_s: float) -> Dict[str, Any]:
+    def _wait(self, timeout_s: float, on_step=None) -> Dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = deadline - time.monotonic()
@@ -161,6 +163,13 @@ class WorkerSession:
                     reply = wire.safe_recv(self.conn)   # never conn.recv(): see gate/wire.py
                     if not isinstance(reply, dict):
                         return self._crashed(f"bad reply: a {type(reply).__name__}, not a message")
+                    if "step" in reply:
+                        if on_step is None:
+                            self.kill()
+                            return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
+                                    "error": f"an exchange step outside a timing op: {str(reply)[:200]}"}
+                        self.conn.send(on_step(reply))
+                        continue
                     return reply
             except wire.ForbiddenGlobal as exc:
                 self.kill()

@@ -33,7 +33,6 @@ from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.device_info import resolve_device
 
-_urandom = os.urandom      # bound at import: which timed iterations are checked is drawn after each call
 FLOAT_POISON = (float("nan"), 7777.0)
 INT_POISON = (-(2**31 - 1), 0)
 
@@ -157,6 +156,17 @@ class Harness:
     # -- protocol --------------------------------------------------------------------------
     def serve(self) -> None:
         send, recv = self._conn.send, self._conn.recv     # bound before any solution code runs
+
+        def step(message: Dict[str, Any]) -> Dict[str, Any]:
+            """One exchange with the parent inside an op (a spec on demand, a sample point)."""
+            send(message)
+            answer = recv()
+            if not isinstance(answer, dict) or answer.get("step") != message.get("step"):
+                raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                                    "the parent's answer is out of step with this worker's request")
+            return answer
+
+        self._step = step
         handlers = {name[3:]: fn for name, fn in vars(Harness).items() if name.startswith("op_")}
         snapshot = integrity.capture(self)
         self._integrity = snapshot
@@ -408,12 +418,23 @@ class Harness:
         self.last_specs[set_index] = spec
         return scalars
 
+    def _spec(self, phase: str, i: int):
+        """The input spec of iteration ``i`` of ``phase``, asked from the parent now: no call of
+        the solution ever sees the inputs of a later iteration (red-team case ``bulk_specs``)."""
+        return self._step({"step": "spec", "phase": phase, "i": i})["spec"]
+
+    def _done(self, phase: str, i: int) -> None:
+        """Tell the parent that iteration ``i`` finished (device synchronised) and wait while it
+        decides, with its own randomness, whether to copy this iteration's outputs for a check:
+        nothing runs in this process meanwhile, so no later call can repair a checked output
+        (red-team case ``slot_repair``)."""
+        self._step({"step": "done", "phase": phase, "i": i})
+
     def op_time(self, msg) -> Dict[str, Any]:
-        """Timed iterations.  Every iteration gets freshly generated input contents (a spec per
-        iteration, ``fresh.expand``: a seed, or a twin of an earlier iteration) in one of the
-        buffer sets (rotating addresses), poisoned outputs and a cold L2; iterations listed in
-        ``sample_slots`` copy their outputs into a sample slot for the parent to check against
-        its own reference for that spec.  Clocks and events come from ``self.prims`` (bound
+        """Timed iterations.  Every iteration gets freshly generated input contents (its spec,
+        asked from the parent just before it: ``_spec``) in one of the buffer sets (rotating
+        addresses), poisoned outputs and a cold L2; after each call the parent may copy the
+        outputs for a check (``_done``).  Clocks and events come from ``self.prims`` (bound
         before the solution was imported)."""
         from kernelwright import definitions
         from kernelwright.trace import Workload
@@ -421,9 +442,8 @@ class Harness:
         P = self.prims
         builtin = definitions.resolve(msg["definition"])
         workload = Workload.model_validate_json(msg["workload"])
-        seeds: List[Any] = msg["seeds"]
+        count: int = msg["iterations"]
         warmup: int = msg["warmup"]
-        sample_slots: Dict[int, int] = {int(k): v for k, v in msg["sample_slots"].items()}
         nsets = len(self.sets)
         cuda = self.device.type == "cuda"
         out = T.TimingSamples()
@@ -432,16 +452,9 @@ class Harness:
         counting = self.count_launches
         fewest = None
         events = []
-        # checked iterations: the forced ones (``sample_slots``, e.g. the twin) and ``random_samples``
-        # more, drawn AFTER each call returns (selection sampling with os.urandom), so that no call
-        # can know whether its output will be checked
-        free_slots: List[int] = list(msg.get("random_slots") or [])[: int(msg.get("random_samples") or 0)]
-        eligible = [i for i in range(warmup, len(seeds)) if i not in sample_slots]
-        remaining = len(eligible)
-        sampled: Dict[int, int] = {}
-        for i, seed in enumerate(seeds):
+        for i in range(count):
             s = i % nsets
-            scalars = self._regenerate(builtin, workload, seed, s)
+            scalars = self._regenerate(builtin, workload, self._spec("time", i), s)
             poison(self.sets[s]["outputs"])
             state = self._prepare(s, scalars)
             args = self._args(s, scalars)
@@ -467,15 +480,8 @@ class Harness:
             self._check_rebound(s)
             if not self.dps:
                 self._accept_returned(returned, args, outputs)
-            slot = sample_slots.get(i)
-            if slot is None and i >= warmup and remaining > 0:
-                if free_slots and int.from_bytes(_urandom(4), "little") * remaining < len(free_slots) * (1 << 32):
-                    slot = free_slots.pop(0)
-                    sampled[i] = slot
-                remaining -= 1
-            if slot is not None:
-                for dst, src in zip(self.samples[slot], outputs):
-                    dst.copy_(src)
+            P.sync()
+            self._done("time", i)
             if i >= warmup:
                 out.wall_ms.append((t1 - t0) * 1e3)
                 if cuda:
@@ -489,7 +495,7 @@ class Harness:
         else:
             out.latency_ms = list(out.wall_ms)
         out.min_launches = fewest
-        if cuda and msg.get("graph_seeds") and self.prepare is None:
+        if cuda and msg.get("graph_iterations") and self.prepare is None:
             self._time_graph(builtin, workload, msg, out)
         if cuda and msg.get("cupti_iters"):
             self._time_cupti(builtin, workload, msg, out)
@@ -497,7 +503,6 @@ class Harness:
             self._profile_kernels(builtin, workload, msg, out)
         return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
                 "children_before": children_before, "last_specs": {str(k): v for k, v in self.last_specs.items()},
-                "sampled": {str(k): v for k, v in sampled.items()},
                 "l2_limit": self._l2_limit(), **after}
 
     def _empty_wall(self, n: int) -> List[float]:
@@ -514,10 +519,9 @@ class Harness:
         return walls
 
     def _time_graph(self, builtin, workload, msg, out: T.TimingSamples) -> None:
-        seeds = msg["graph_seeds"]
-        slots = {int(k): v for k, v in msg.get("graph_sample_slots", {}).items()}
+        count = int(msg["graph_iterations"])
         try:
-            scalars = self._regenerate(builtin, workload, seeds[0], 0)
+            scalars = self._regenerate(builtin, workload, self._spec("graph", 0), 0)
             args = self._args(0, scalars)
             outputs = self.sets[0]["outputs"]
             side = torch.cuda.Stream(device=self.device)
@@ -539,8 +543,8 @@ class Harness:
                 pass
             return
         P = self.prims
-        for i, seed in enumerate(seeds):
-            self._regenerate(builtin, workload, seed, 0)
+        for i in range(count):
+            self._regenerate(builtin, workload, self._spec("graph", i), 0)
             poison(outputs)
             self.flusher.flush()
             P.sync()
@@ -553,9 +557,8 @@ class Harness:
                 self._previous_returned = []
                 self._accept_returned(returned, args, outputs)
                 self._previous_returned = []
-            if i in slots:
-                for dst, src in zip(self.samples[slots[i]], outputs):
-                    dst.copy_(src)
+            P.sync()
+            self._done("graph", i)
             out.graph_latency_ms.append(float(P.event_elapsed(start, end)))
         del graph
 
@@ -571,7 +574,7 @@ class Harness:
             tracer.drain()
             tracer.begin()
             for i in range(msg["cupti_iters"]):
-                scalars = self._regenerate(builtin, workload, msg["seeds"][i % len(msg["seeds"])], 0)
+                scalars = self._regenerate(builtin, workload, self._spec("cupti", i), 0)
                 poison(self.sets[0]["outputs"])
                 state = self._prepare(0, scalars)
                 args = self._args(0, scalars)
@@ -603,7 +606,7 @@ class Harness:
         """What one call ran.  CUDA (when CUPTI's Python bindings are missing): kernel names from
         the torch profiler.  CPU: the Triton kernels the interpreter launched and the aten ops the
         solution's host code ran outside them (``HostOpRecorder``)."""
-        scalars = self._regenerate(builtin, workload, msg["seeds"][0], 0)
+        scalars = self._regenerate(builtin, workload, self._spec("profile", 0), 0)
         args = self._args(0, scalars)
         state = self._prepare(0, scalars)
         cuda = self.device.type == "cuda"
