@@ -658,6 +658,20 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             return _rejected(ctx, run, guards.UNMEASURED_WORK,
                              f"CUPTI span {kspan[0]:.3f} ms over all streams vs events {latency:.3f} ms", gate), perf
 
+    # provenance is observed in recognisable calls (the CUPTI window, the profiled call): a solution
+    # that runs other, faster code in its timed calls shows timed calls faster than the work it
+    # showed there (red-team case ``phase_switch``).  Honest: events >= the kernel span of the same
+    # work (launch cost on top); on CPU the whole call >= its Triton launches.
+    if cfg.guards and kspan and latency < 0.8 * statistics.mean(kspan):
+        return _rejected(ctx, run, guards.PHASE_MISMATCH,
+                         f"timed calls {latency:.4f} ms by events, but the kernels of the traced calls span "
+                         f"{statistics.mean(kspan):.4f} ms", gate), perf
+    traced_ms = sum(v[1] for v in launches.values()) / 1e3
+    if cfg.guards and ctx.device.type == "cpu" and traced_ms > 0 and latency < 0.5 * traced_ms:
+        return _rejected(ctx, run, guards.PHASE_MISMATCH,
+                         f"timed calls {latency:.3f} ms, but the Triton launches of the profiled call alone took "
+                         f"{traced_ms:.3f} ms", gate), perf
+
     own = guards.own_kernel_names({src.path: src.content for src in session.solution.sources})
     gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]), origin=guards.classify_kernel(n, own))
                     for n, v in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:30]]

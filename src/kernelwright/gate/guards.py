@@ -29,6 +29,7 @@ CHILD_PROCESS = "CHILD_PROCESS"              # child processes left running afte
 UNMEASURED_WORK = "UNMEASURED_WORK"          # device work outside the events' span (side stream)
 NO_KERNELS = "NO_KERNELS"                    # the timed call launched none of the solution's own kernels
 VENDOR_KERNELS = "VENDOR_KERNELS"            # most kernel time in vendor-library / aten kernels
+PHASE_MISMATCH = "PHASE_MISMATCH"            # timed calls much faster than the traced calls' kernels
 BELOW_ROOFLINE = "BELOW_ROOFLINE"            # faster than the physical floor: SUSPICIOUS
 TIMER_INCONSISTENT = "TIMER_INCONSISTENT"    # reported timings impossible next to the parent's wall clock
 NONDETERMINISTIC = "NONDETERMINISTIC"        # two runs on the same inputs disagree beyond tolerance
@@ -63,6 +64,8 @@ REASONS = {
     UNMEASURED_WORK: "device work outside the measured span (side stream): wall clock or CUPTI span >> events",
     NO_KERNELS: "the timed call ran none of the solution's own kernels",
     VENDOR_KERNELS: "most of the work ran in vendor-library / aten kernels",
+    PHASE_MISMATCH: "the timed calls took far less time than the kernels the same solution ran where provenance "
+                    "was observed: it runs other code when it is traced",
     BELOW_ROOFLINE: "faster than the physical floor at the device's peak: SUSPICIOUS",
     L2_PERSISTENCE: "the solution enabled persisting L2 lines: SUSPICIOUS",
     TIMER_INCONSISTENT: "reported timings impossible next to the parent's wall clock",
