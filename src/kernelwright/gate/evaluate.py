@@ -361,12 +361,13 @@ class _TimingConversation:
     no call ever sees the inputs of a later iteration.  Out-of-order messages (a forged ``done``,
     a skipped iteration) are recorded in ``violations``."""
 
-    def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool):
+    def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool,
+                 sample: bool = True):
         self.ctx, self.t, self.sets, self.specs = ctx, t, sets, specs
         self.nsets = len(sets)
-        self.forced = dict(ctx.sample_plan[t])              # the twin: always checked
+        self.forced = dict(ctx.sample_plan[t]) if sample else {}   # the twin: always checked
         self.eligible = [i for i in range(ctx.cfg.warmup, len(specs)) if i not in self.forced]
-        self.remaining, self.wanted = len(self.eligible), ctx.random_samples[t]
+        self.remaining, self.wanted = len(self.eligible), ctx.random_samples[t] if sample else 0
         self.graph_plan = set(ctx.graph_plan) if with_graph else set()
         self.snapshots: Dict[int, List[torch.Tensor]] = {}        # timed iteration -> outputs
         self.graph_snapshots: Dict[int, List[torch.Tensor]] = {}  # graph replay -> outputs
@@ -720,17 +721,20 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
         reply = session.start() if session.proc is None else session.restart()
         if not reply.get("ok"):
             return None
-    reply = session.request({"op": "alloc", "sets": 2, "samples": 1, "inputs": ctx.input_meta,
+    reply = session.request({"op": "alloc", "sets": 2, "samples": 0, "inputs": ctx.input_meta,
                              "outputs": ctx.output_meta}, session.timeouts.alloc_s)
     if not reply.get("ok"):
         return None
+    sets = reply["sets"]
     medians = []
     for t in range(ctx.cfg.trials):
+        specs = ctx.timing_seeds[t]
+        talk = _TimingConversation(ctx, t, sets, specs, with_graph=False, sample=False)
         reply = session.request({"op": "time", "definition": ctx.builtin.locator,
-                                 "workload": ctx.workload.model_dump_json(), "seeds": ctx.timing_seeds[t],
-                                 "warmup": ctx.cfg.warmup, "sample_slots": {}, "graph_seeds": [],
-                                 "cupti_iters": 0, "profile_kernels": False}, session.timeouts.time_s)
-        if not reply.get("ok"):
+                                 "workload": ctx.workload.model_dump_json(), "iterations": len(specs),
+                                 "warmup": ctx.cfg.warmup, "graph_iterations": 0,
+                                 "cupti_iters": 0, "profile_kernels": False}, session.timeouts.time_s, on_step=talk)
+        if not reply.get("ok") or talk.violations or talk.done != len(specs) - 1:
             return None
         medians.append(statistics.median(reply["samples"]["latency_ms"]))
     return float(statistics.mean(medians))
