@@ -30,6 +30,7 @@ UNMEASURED_WORK = "UNMEASURED_WORK"          # device work outside the events' s
 NO_KERNELS = "NO_KERNELS"                    # the timed call launched none of the solution's own kernels
 VENDOR_KERNELS = "VENDOR_KERNELS"            # most kernel time in vendor-library / aten kernels
 PHASE_MISMATCH = "PHASE_MISMATCH"            # timed calls much faster than the traced calls' kernels
+HOST_COMPUTE = "HOST_COMPUTE"                # CPU: right outputs even with every Triton launch skipped
 BELOW_ROOFLINE = "BELOW_ROOFLINE"            # faster than the physical floor: SUSPICIOUS
 TIMER_INCONSISTENT = "TIMER_INCONSISTENT"    # reported timings impossible next to the parent's wall clock
 NONDETERMINISTIC = "NONDETERMINISTIC"        # two runs on the same inputs disagree beyond tolerance
@@ -64,6 +65,8 @@ REASONS = {
     UNMEASURED_WORK: "device work outside the measured span (side stream): wall clock or CUPTI span >> events",
     NO_KERNELS: "the timed call ran none of the solution's own kernels",
     VENDOR_KERNELS: "most of the work ran in vendor-library / aten kernels",
+    HOST_COMPUTE: "CPU: with every Triton launch skipped the call still produced the right outputs: the work "
+                  "ran outside the solution's kernels",
     PHASE_MISMATCH: "the timed calls took far less time than the kernels the same solution ran where provenance "
                     "was observed: it runs other code when it is traced",
     BELOW_ROOFLINE: "faster than the physical floor at the device's peak: SUSPICIOUS",

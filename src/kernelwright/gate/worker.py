@@ -62,6 +62,7 @@ class LaunchCounter:
     def __init__(self) -> None:
         self.total = 0
         self.inside = 0
+        self.ablate = False     # skip every kernel (the provenance ablation call): launches still count
         self.by_name: Dict[str, List[float]] = {}
 
     def install(self) -> bool:
@@ -76,6 +77,9 @@ class LaunchCounter:
         def run(fn_self, *args, grid, warmup, **kwargs):
             if warmup:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            if counter.ablate:
+                counter.total += 1
+                return None
             counter.inside += 1
             t0 = clock()
             try:
@@ -379,7 +383,11 @@ class Harness:
         state = self._prepare(set_index, msg["scalars"])
         host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
         before = self.launches.total
-        self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
+        self.launches.ablate = bool(msg.get("ablate")) and self.count_launches
+        try:
+            self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
+        finally:
+            self.launches.ablate = False
         launched = self.launches.total - before
         self.prims.sync()
         if msg.get("churn"):

@@ -1,9 +1,11 @@
 """Different code when traced (found by the 2026-11-29 red-team review).  Provenance is observed
-in calls the solution can recognise from its caller's frame: the correctness calls, the profiled
-call (CPU), the CUPTI window (GPU).  There it runs its own Triton kernel; in the timed calls
-(called from ``op_time``) it computes with torch and launches one empty kernel, which no host-op
-recorder sees there.  Expected: PHASE_MISMATCH (timed calls far faster than the work the traced
-calls showed: on CPU the profiled call's Triton launches alone, on GPU the CUPTI kernel span).
+in calls the solution can recognise from its caller's frame: the correctness calls and the CUPTI
+window.  There it runs its own Triton kernel, slow here on purpose (a spin of FMAs that leaves the
+values unchanged within tolerance, standing in for an own kernel slower than a vendor library);
+in the timed calls (called from ``op_time``) it computes with torch and launches one empty kernel.
+Expected on CUDA: PHASE_MISMATCH (on the same inputs, the timed calls take a fraction of the
+kernel span CUPTI saw in the traced calls).  CUDA only: on CPU the same switch is a documented open
+hole (docs/gate.md, section 3, item 6).
 """
 
 import sys
@@ -14,13 +16,16 @@ import triton.language as tl
 
 
 @triton.jit
-def _rmsnorm_rows(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr):
+def _rmsnorm_rows_slow(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr, SPIN: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, H)
     x = tl.load(x_ptr + row * H + cols).to(tl.float32)
     w = tl.load(w_ptr + cols).to(tl.float32)
     rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / H + eps)
-    tl.store(y_ptr + row * H + cols, (x * rms * w).to(tl.bfloat16))
+    y = x * rms * w
+    for _ in range(SPIN):
+        y = y * 0.999999 + y * 0.000001
+    tl.store(y_ptr + row * H + cols, y.to(tl.bfloat16))
 
 
 @triton.jit
@@ -34,4 +39,5 @@ def run(x, weight, eps, y):
         y.copy_((xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(y.dtype))
         _empty[(1,)](y)
         return
-    _rmsnorm_rows[(x.shape[0],)](x, weight, y, eps, H=x.shape[1])
+    spin = 50000 if x.is_cuda else 1
+    _rmsnorm_rows_slow[(x.shape[0],)](x, weight, y, eps, H=x.shape[1], SPIN=spin)
