@@ -88,6 +88,7 @@ class Snapshot:
                       for label, _, _, v in entries if _is_function(v)}
         self.extra = extra  # label -> (getter, original)
         self.hooks = _hook_state()  # profile/trace functions, torch modes, gc callbacks at capture
+        self.instances: Dict[str, Tuple[Any, frozenset]] = {}   # label -> (object, its attribute names)
 
 
 def capture(harness: Any = None) -> Snapshot:
@@ -116,14 +117,33 @@ def capture(harness: Any = None) -> Snapshot:
             continue
     extra: Dict[str, Any] = {}
     if harness is not None:
-        for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches"):
+        for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step"):
             if hasattr(harness, attr):
                 extra[f"harness.{attr}"] = (lambda a=attr: getattr(harness, a, None), getattr(harness, attr))
         flusher = getattr(harness, "flusher", None)
         if flusher is not None:
             for attr in ("buffer", "_reset_persisting", "device"):
                 extra[f"harness.flusher.{attr}"] = (lambda a=attr: getattr(flusher, a, None), getattr(flusher, attr, None))
-    return Snapshot(entries, extra, classes)
+    snap = Snapshot(entries, extra, classes)
+    if harness is not None:
+        for label, obj in (("harness", harness), ("harness.flusher", getattr(harness, "flusher", None)),
+                           ("harness.launches", getattr(harness, "launches", None)),
+                           ("harness._conn", getattr(harness, "_conn", None))):
+            if obj is not None and hasattr(obj, "__dict__"):
+                snap.instances[label] = (obj, frozenset(vars(obj)))
+    return snap
+
+
+def _instance_shadows(snap: "Snapshot") -> List[str]:
+    """Attributes added to the harness's own objects since the snapshot that shadow a method of
+    their class or hold a callable: ``harness._prepare = ...`` would run the solution's code inside
+    the harness's own steps, before the clock starts (red-team case ``harness_override``)."""
+    found: List[str] = []
+    for label, (obj, names) in snap.instances.items():
+        for name, value in list(vars(obj).items()):
+            if name not in names and (hasattr(type(obj), name) or callable(value)):
+                found.append(f"{label}.{name} (instance attribute)")
+    return found
 
 
 def rebase(snap: Snapshot, harness: Any, attrs) -> None:
@@ -201,7 +221,7 @@ def hooks_installed(snap: Snapshot) -> List[str]:
 def changed(snap: Snapshot) -> List[str]:
     """Labels of entries that no longer hold their original object (or code), and of hooks
     installed since the snapshot (``hooks_installed``)."""
-    found: List[str] = hooks_installed(snap)
+    found: List[str] = hooks_installed(snap) + _instance_shadows(snap)
     for label, owner, name, original in snap.entries:
         try:
             current = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name, _MISSING)
