@@ -58,6 +58,7 @@ class WorkerSession:
         self._logs: List[str] = []
         self.proc = None
         self._own_group = False
+        self._peer = wire.Peer()
         self.conn = None
         self.load_reply: Dict[str, Any] = {}
         self.restarts = 0
@@ -91,6 +92,7 @@ class WorkerSession:
                     os.environ["KERNELWRIGHT_HIDDEN_SALT"] = hidden
         child.close()
         self.conn = parent
+        self._peer = wire.Peer()   # learns the worker's resource-sharer address from its ready message
         ready = self._wait(self.timeouts.start_s)
         try:   # the worker made itself a process-group leader (os.setsid) before replying
             self._own_group = ready.get("ok") is True and os.getpgid(self.proc.pid) == self.proc.pid != os.getpgid(0)
@@ -160,7 +162,7 @@ class WorkerSession:
                         "error": f"no reply within {timeout_s:.0f} s\n" + self.log_tail()}
             try:
                 if self.conn.poll(min(remaining, 1.0)):
-                    reply = wire.safe_recv(self.conn)   # never conn.recv(): see gate/wire.py
+                    reply = wire.safe_recv(self.conn, self._peer)   # never conn.recv(): see gate/wire.py
                     if not isinstance(reply, dict):
                         return self._crashed(f"bad reply: a {type(reply).__name__}, not a message")
                     if "step" in reply:
@@ -174,7 +176,7 @@ class WorkerSession:
             except wire.ForbiddenGlobal as exc:
                 self.kill()
                 return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
-                        "error": f"the worker sent a pickle that calls code: {exc}\n" + self.log_tail()}
+                        "error": f"the worker sent a message the gate does not unpickle: {exc}\n" + self.log_tail()}
             except (EOFError, OSError, ConnectionResetError):
                 return self._crashed("connection closed")
             except Exception as exc:  # unpicklable reply etc.

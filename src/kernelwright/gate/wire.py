@@ -9,26 +9,68 @@ the process that holds the references and decides the verdicts (red-team case
 ``pickle_parent``).  ``safe_recv`` reads the raw bytes and unpickles them with an allow-list:
 containers and scalars (pickle opcodes, no lookup), torch dtypes, ``torch.Size`` and
 ``torch.device``, tensor and storage classes, and the rebuild functions of
-``torch.multiprocessing.reductions`` that turn shared-memory and CUDA-IPC handles back into tensors.
-Anything else raises ``ForbiddenGlobal``, which the session reports as a worker fault.
+``torch.multiprocessing.reductions`` that turn shared-memory and CUDA-IPC handles back into tensors
+(a shared-memory handle only from this worker's resource sharer, see ``Peer``; the file-name
+strategy, whose handle names a manager socket, not at all).  Anything else raises
+``ForbiddenGlobal``, which the session reports as tampering.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
-from typing import Any, FrozenSet, Tuple
+import threading
+from typing import Any, FrozenSet, Optional, Tuple
 
 import torch
 
 
 class ForbiddenGlobal(pickle.UnpicklingError):
-    """A worker message named a global outside the allow-list."""
+    """A worker message named a global outside the allow-list (or misused an allowed one)."""
+
+
+class Peer:
+    """What the parent knows about one worker: the address of its resource sharer, learned from
+    the worker's ``ready`` message (sent before any solution code is imported).  Shared-memory CPU
+    tensors arrive as a ``DupFd`` whose address the parent connects to while unpickling; a forged
+    one could point anywhere and stall the parent forever (red-team case ``dupfd_stall``), so later
+    messages may only name this address, and the fetch has a deadline."""
+
+    def __init__(self) -> None:
+        self.sharer_address: Any = None
+        self.learning = True     # the first message (ready) teaches the address
+
+
+_FETCH_DEADLINE_S = 30.0
+
+
+def _guarded_rebuild_storage_fd(peer: Peer):
+    from multiprocessing.resource_sharer import DupFd
+    from torch.multiprocessing.reductions import rebuild_storage_fd
+
+    def rebuild(cls, df, size):
+        ident = getattr(df, "_id", None) if type(df) is DupFd else None
+        address = ident[0] if isinstance(ident, tuple) and len(ident) == 2 else None
+        if address is None:
+            raise ForbiddenGlobal("a shared-memory handle that is not a resource-sharer reference")
+        if peer.learning and peer.sharer_address is None:
+            peer.sharer_address = address
+        if address != peer.sharer_address:
+            raise ForbiddenGlobal(f"a shared-memory handle at {address!r}, not this worker's resource sharer")
+        result: list = []
+        fetch = threading.Thread(target=lambda: result.append(rebuild_storage_fd(cls, df, size)), daemon=True)
+        fetch.start()
+        fetch.join(_FETCH_DEADLINE_S)
+        if not result:
+            raise ForbiddenGlobal(f"the worker's resource sharer did not hand over a buffer within {_FETCH_DEADLINE_S:.0f} s")
+        return result[0]
+
+    return rebuild
 
 
 _ALLOWED: FrozenSet[Tuple[str, str]] = frozenset(
     [("torch.multiprocessing.reductions", name) for name in (
-        "rebuild_tensor", "rebuild_cuda_tensor", "rebuild_storage_fd", "rebuild_storage_filename",
+        "rebuild_tensor", "rebuild_cuda_tensor",
         "rebuild_storage_empty", "rebuild_typed_storage", "rebuild_typed_storage_child", "rebuild_event")]
     + [("torch", name) for name in ("Tensor", "Size", "device", "UntypedStorage", "TypedStorage")]
     + [("torch.storage", name) for name in ("UntypedStorage", "TypedStorage")]
@@ -40,7 +82,15 @@ _ALLOWED: FrozenSet[Tuple[str, str]] = frozenset(
 
 
 class _GateUnpickler(pickle.Unpickler):
+    def __init__(self, file, peer: Optional[Peer] = None):
+        super().__init__(file)
+        self.peer = peer
+
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("torch.multiprocessing.reductions", "rebuild_storage_fd"):
+            if self.peer is None:
+                raise ForbiddenGlobal("a shared-memory CPU tensor where none is expected")
+            return _guarded_rebuild_storage_fd(self.peer)
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
         if module == "torch":                 # dtypes pickle as torch.<name> (torch.float8_e4m3fn, ...)
@@ -52,16 +102,22 @@ class _GateUnpickler(pickle.Unpickler):
         raise ForbiddenGlobal(f"worker message names {module}.{name}, which the gate does not unpickle")
 
 
-def safe_loads(data: bytes) -> Any:
-    """Unpickle one worker message with the allow-list.
+def safe_loads(data: bytes, peer: Optional[Peer] = None) -> Any:
+    """Unpickle one worker message with the allow-list.  ``peer``: the worker's resource-sharer
+    address (see ``Peer``); without it no shared-memory CPU tensor is accepted.
 
     Raises:
-        ForbiddenGlobal: the message names a global outside the allow-list.
+        ForbiddenGlobal: the message names a global outside the allow-list, or a shared-memory
+            handle that is not this worker's.
         pickle.UnpicklingError, EOFError, ...: a malformed message.
     """
-    return _GateUnpickler(io.BytesIO(data)).load()
+    try:
+        return _GateUnpickler(io.BytesIO(data), peer).load()
+    finally:
+        if peer is not None:
+            peer.learning = False
 
 
-def safe_recv(conn) -> Any:
+def safe_recv(conn, peer: Optional[Peer] = None) -> Any:
     """``conn.recv()`` without running code named by the sender: raw bytes, then ``safe_loads``."""
-    return safe_loads(conn.recv_bytes())
+    return safe_loads(conn.recv_bytes(), peer)
