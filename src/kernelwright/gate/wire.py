@@ -33,7 +33,7 @@ class Peer:
     """What the parent knows about one worker: the address of its resource sharer, learned from
     the worker's ``ready`` message (sent before any solution code is imported).  Shared-memory CPU
     tensors arrive as a ``DupFd`` whose address the parent connects to while unpickling; a forged
-    one could point anywhere and stall the parent forever (red-team case ``dupfd_stall``), so later
+    one could point anywhere and stall the parent forever (red-team case ``foreign_handle``), so later
     messages may only name this address, and the fetch has a deadline."""
 
     def __init__(self) -> None:

@@ -471,14 +471,14 @@ class Harness:
 
     def _spec(self, phase: str, i: int):
         """The input spec of iteration ``i`` of ``phase``, asked from the parent now: no call of
-        the solution ever sees the inputs of a later iteration (red-team case ``bulk_specs``)."""
+        the solution ever sees the inputs of a later iteration (red-team case ``future_inputs``)."""
         return self._step({"step": "spec", "phase": phase, "i": i})["spec"]
 
     def _done(self, phase: str, i: int) -> None:
         """Tell the parent that iteration ``i`` finished (device synchronised) and wait while it
         decides, with its own randomness, whether to copy this iteration's outputs for a check:
         nothing runs in this process meanwhile, so no later call can repair a checked output
-        (red-team case ``slot_repair``)."""
+        (red-team case ``repair_checked``)."""
         self._step({"step": "done", "phase": phase, "i": i})
 
     def op_time(self, msg) -> Dict[str, Any]:
