@@ -362,6 +362,15 @@ class _Watch:
         return trace.model_copy(update={"evaluation": ev})
 
 
+def _time_message(ctx: "WorkloadContext", iterations: int, graph_iterations: int = 0, cupti_iters: int = 0,
+                  profile_kernels: bool = False) -> Dict[str, Any]:
+    """The ``time`` op: how many iterations (their specs follow one by one, _TimingConversation)
+    and which extra clocks to run after them."""
+    return {"op": "time", "definition": ctx.builtin.locator, "workload": ctx.workload.model_dump_json(),
+            "iterations": iterations, "warmup": ctx.cfg.warmup, "graph_iterations": graph_iterations,
+            "cupti_iters": cupti_iters, "profile_kernels": profile_kernels}
+
+
 class _TimingConversation:
     """The parent's side of one ``time`` op: answers the worker's ``spec`` requests one
     iteration at a time, and at each ``done`` decides, with the parent's own randomness
@@ -545,11 +554,8 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     for t in range(cfg.trials):
         specs = ctx.timing_specs[t] if cfg.guards else [ctx.timing_seeds[t][0]] * len(ctx.timing_seeds[t])
         with_graph = t == 0 and bool(cfg.graph_iterations)
-        msg = {"op": "time", "definition": ctx.builtin.locator, "workload": ctx.workload.model_dump_json(),
-               "iterations": len(specs), "warmup": cfg.warmup,
-               "graph_iterations": len(ctx.graph_seeds) if with_graph else 0,
-               "cupti_iters": cfg.cupti_iterations if t == 0 else 0,
-               "profile_kernels": t == 0}
+        msg = _time_message(ctx, len(specs), graph_iterations=len(ctx.graph_seeds) if with_graph else 0,
+                            cupti_iters=cfg.cupti_iterations if t == 0 else 0, profile_kernels=t == 0)
         talk = _TimingConversation(ctx, t, sets, specs, with_graph)
         reply = watch.request(msg, session.timeouts.time_s, on_step=talk)
         bad = files_changed()
@@ -766,10 +772,7 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
     for t in range(ctx.cfg.trials):
         specs = ctx.timing_seeds[t]
         talk = _TimingConversation(ctx, t, sets, specs, with_graph=False, sample=False)
-        reply = session.request({"op": "time", "definition": ctx.builtin.locator,
-                                 "workload": ctx.workload.model_dump_json(), "iterations": len(specs),
-                                 "warmup": ctx.cfg.warmup, "graph_iterations": 0,
-                                 "cupti_iters": 0, "profile_kernels": False}, session.timeouts.time_s, on_step=talk)
+        reply = session.request(_time_message(ctx, len(specs)), session.timeouts.time_s, on_step=talk)
         if not reply.get("ok") or talk.violations or talk.done != len(specs) - 1:
             return None
         medians.append(statistics.median(reply["samples"]["latency_ms"]))
