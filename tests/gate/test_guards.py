@@ -140,3 +140,24 @@ def test_bitwise_equal_and_overlaps():
     assert not guards.bitwise_equal(a, torch.tensor([1.0, 0.0]))
     x = torch.zeros(8)
     assert guards.overlaps(x[2:4], x) and not guards.overlaps(x, torch.zeros(8))
+
+
+def test_phase_verdict_uses_the_kernel_sum_for_launch_bound_honest_calls():
+    # launch-bound honest solution on the H200 (ghost_branch): CUPTI stretched the span to 2x the
+    # timed latency while the kernels themselves took a few µs
+    reason, _ = guards.phase_verdict([0.109, 0.110, 0.108], [0.010, 0.011, 0.010], [0.233, 0.240, 0.230])
+    assert reason is None
+
+
+def test_phase_verdict_flags_timed_calls_that_ran_less_work():
+    reason, message = guards.phase_verdict([0.24, 0.25, 0.23], [1.9, 1.9, 1.9], [1.95, 1.96, 1.94])
+    assert reason == guards.PHASE_MISMATCH
+    assert "0.13x" in message and "0.2400 ms vs 1.9000 ms" in message
+
+
+def test_phase_verdict_takes_the_span_for_overlapping_streams():
+    # two streams overlap: the kernel sum exceeds the span, the events cover the span
+    assert guards.phase_verdict([1.05, 1.04], [2.0, 2.0], [1.0, 1.0])[0] is None
+    assert guards.phase_verdict([0.5, 0.5], [2.0, 2.0], [1.0, 1.0])[0] == guards.PHASE_MISMATCH
+    assert guards.phase_verdict([], [], [])[0] is None
+    assert guards.phase_verdict([0.1], [0.0], [0.0])[0] is None

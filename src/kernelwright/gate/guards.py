@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Mapping
 
@@ -369,6 +370,30 @@ def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False
                      reverse=True)[:3]
         return VENDOR_KERNELS, f"{100 * foreign / total:.0f}% of kernel time in vendor/aten kernels: {[n for _, n in top]}"
     return None, ""
+
+
+def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 0.8):
+    """(PHASE_MISMATCH or None, message): the timed calls against the traced calls of the same inputs.
+
+    ``latency_ms[i]`` is the CUDA-event latency of a timed call, ``kernel_sum_ms[i]`` and
+    ``kernel_span_ms[i]`` the CUPTI kernel-duration sum and first-start-to-last-end span of the
+    traced call on the same inputs (all ms).  An honest call's events cover at least
+    min(sum, span): on one stream at least the sum, with overlapping streams at least the span.
+    The span alone is not a floor: CUPTI slows every launch, so a launch-bound honest solution
+    shows a traced span about twice its timed latency (H200, red-team case ``ghost_branch``).
+    A median ratio below ``threshold`` means the timed calls ran less work than the traced ones
+    (case ``phase_switch``: own kernels where traced, other code where timed).
+    """
+    pairs = [(t, min(a, b)) for t, a, b in zip(latency_ms, kernel_sum_ms, kernel_span_ms)]
+    ratios = [t / w for t, w in pairs if w > 0]
+    if not ratios:
+        return None, ""
+    median = statistics.median(ratios)
+    if median >= threshold:
+        return None, ""
+    timed, traced = next((t, w) for t, w in pairs if w > 0)
+    return PHASE_MISMATCH, (f"on the same inputs the timed calls took {median:.2f}x the kernel time of the traced "
+                            f"calls (first pair: {timed:.4f} ms vs {traced:.4f} ms)")
 
 
 # -- protected files -------------------------------------------------------------------------
