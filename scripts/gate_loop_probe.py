@@ -14,14 +14,19 @@ happens BEFORE the flush:
               CUPTI again when it can: ``tracer.detaches``)
 
 Writes $OUT/gate_loop_probe.json.  Usage: python scripts/gate_loop_probe.py [--t 1 32] [--iters 30]
+[--modes fixed,regen] [--solution DIR: e.g. the host-time probe of scripts/moe_host_probe.py, whose
+per-piece host times then print in a plain process]
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -38,14 +43,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--t", type=int, nargs="+", default=[1, 32])
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--modes", default="fixed,fixed4,regen-same,regen,cupti")
+    ap.add_argument("--solution", type=Path, default=None,
+                    help="a MoE solution folder whose entry module is probe.py (scripts/moe_host_probe.py)")
     args = ap.parse_args()
-    from kernelwright.solutions.moe_fp8_triton import kernel as moe
+    if args.solution is None:
+        from kernelwright.solutions.moe_fp8_triton import kernel as moe
+    else:
+        sys.path.insert(0, str(args.solution.parent))
+        moe = importlib.import_module(f"{args.solution.name}.probe")
 
     builtin = definitions.get("moe")
     flusher = T.L2Flusher(DEV)
     rows = []
     tracer_ran = False
-    for mode in ("fixed", "fixed4", "regen-same", "regen", "cupti"):
+    for mode in args.modes.split(","):
         if mode == "cupti" and not tracer_ran:
             tracer = T.cupti_tracer()
             if tracer.available():

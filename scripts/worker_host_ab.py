@@ -11,7 +11,9 @@ fresh workers, with one part of the timing protocol switched off at a time:
   unsafe      also ``--fast-unsafe`` (no fresh inputs, no per-iteration exchange with the parent)
 
 and prints the events latency per workload next to the probe's host-path medians from the worker
-log.  Usage (on the GPU machine): python scripts/worker_host_ab.py OUT_DIR [--workloads 0,1,2]
+log.  The worker inherits the environment, so thread-pool settings are tried from outside
+(``OMP_NUM_THREADS=1 python scripts/worker_host_ab.py ... --only default``).
+Usage (on the GPU machine): python scripts/worker_host_ab.py OUT_DIR [--workloads 0,1,2] [--only default]
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--workloads", default="0,1,2")
     ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--only", default=",".join(VARIANTS), help="comma-separated variant names")
     args = ap.parse_args()
     probe_dir = args.out / "probe-solution"
     subprocess.run([sys.executable, str(Path(__file__).with_name("moe_host_probe.py")), str(probe_dir)],
@@ -48,7 +51,8 @@ def main() -> None:
     builtin = definitions.resolve("moe")
     workloads = pick_workloads(builtin, [args.workloads], None)
     rows = []
-    for name, overrides in VARIANTS.items():
+    for name in args.only.split(","):
+        overrides = VARIANTS[name]
         cfg = GateConfig.preset("cuda", trials=args.trials, **overrides)
         out = args.out / name
         result = run_bench([BenchPlan(builtin, workloads, [Candidate(solution, name)])], cfg, out)

@@ -444,6 +444,25 @@ def test_gpu_graph_cache_replays_current_contents(T):
 
 
 @pytest.mark.gpu
+def test_gpu_non_contiguous_inputs_run_eagerly():
+    """A strided view is never captured (the graph key leaves strides out: a capture holds only
+    contiguous tensors), and the eager result matches the contiguous call's bit for bit."""
+    K._graphs.clear()
+    T = 5
+    a = _inputs(T, 96, seed=70, name=DEF_NAME, device="cuda")
+    H = a["hidden_states"].shape[1]
+    wide = torch.empty((T, 2 * H), dtype=a["hidden_states"].dtype, device="cuda")
+    strided = dict(a, hidden_states=wide[:, :H])
+    strided["hidden_states"].copy_(a["hidden_states"])
+    assert not strided["hidden_states"].is_contiguous()
+    out = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device="cuda")
+    K.run(*_args(strided), out)
+    torch.cuda.synchronize()
+    assert len(K._graphs) == 0
+    assert torch.equal(out, _call(a, graph=False))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("T", [1, 16, 80])
 def test_gpu_combine_in_gemm2(T):
     """The fused top-k combine (bf16 atomics into the output zeroed by the routing kernel)."""

@@ -128,12 +128,14 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
 
 
 def _graph_key(tensors, output, local_expert_offset, routed_scaling_factor, config):
-    """Everything a capture bakes in.  Without an explicit config the config is a function of
-    the shapes, which the key holds."""
-    key = [output.device.index, int(local_expert_offset), float(routed_scaling_factor),
-           None if config is None else tuple(config.items())]
+    """Everything a capture bakes in: each tensor's address, shape and contiguity (captures are
+    made only when every tensor is contiguous, so equal shapes mean equal strides; dtypes are
+    fixed by the definition; addresses are unique across devices under unified addressing), both
+    scalars and the config (without an explicit config the config is a function of the shapes).  Kept short on purpose: it runs on every call, on the host,
+    before the GPU has anything to do (about half the cost of adding dtypes and strides)."""
+    key = [int(local_expert_offset), float(routed_scaling_factor), None if config is None else tuple(config.items())]
     for t in tensors + (output,):
-        key += (t.data_ptr(), t.dtype, t.shape, t.stride())
+        key += (t.data_ptr(), t.shape, t.is_contiguous())
     return tuple(key)
 
 
@@ -179,7 +181,7 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
         dst = torch.empty((T, H), dtype=output.dtype, device=output.device)
     args = tensors + (local_expert_offset, routed_scaling_factor, dst, cfg)
 
-    if key is not None and dst is output:
+    if key is not None and all(t.is_contiguous() for t in tensors + (output,)):
         _forward(*args)               # this call's result (and the first-time compiles)
         while len(_graphs) >= _GRAPH_SLOTS:
             _graphs.pop(next(iter(_graphs)))

@@ -1,7 +1,7 @@
 """Different code when traced (found by the 2026-11-29 red-team review).  Provenance is observed
 in calls the solution can recognise from its caller's frame: the correctness calls and the CUPTI
-window.  There it runs its own Triton kernel, slow here on purpose (a spin of FMAs that leaves the
-values unchanged within tolerance, standing in for an own kernel slower than a vendor library);
+window.  There it runs its own Triton kernel, slow here on purpose (a spin of dependent FMAs on a
+scalar that leaves the values unchanged, standing in for an own kernel slower than a vendor library);
 in the timed calls (called from ``op_time``) it computes with torch and launches one empty kernel.
 Expected on CUDA: PHASE_MISMATCH (on the same inputs, the timed calls take a fraction of the
 kernel span CUPTI saw in the traced calls).  CUDA only: on CPU the same switch is a documented open
@@ -23,8 +23,10 @@ def _rmsnorm_rows_slow(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr, SPIN: tl.const
     w = tl.load(w_ptr + cols).to(tl.float32)
     rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / H + eps)
     y = x * rms * w
+    z = rms                              # a dependent chain that converges to 2 and leaves y alone
     for _ in range(SPIN):
-        y = y * 0.999999 + y * 0.000001
+        z = z * 0.5 + 1.0
+    y = tl.where(z > 1e30, 0.0, y)
     tl.store(y_ptr + row * H + cols, y.to(tl.bfloat16))
 
 
