@@ -161,3 +161,21 @@ def test_phase_verdict_takes_the_span_for_overlapping_streams():
     assert guards.phase_verdict([0.5, 0.5], [2.0, 2.0], [1.0, 1.0])[0] == guards.PHASE_MISMATCH
     assert guards.phase_verdict([], [], [])[0] is None
     assert guards.phase_verdict([0.1], [0.0], [0.0])[0] is None
+
+
+def test_native_thread_names_sees_a_new_thread():
+    import threading
+
+    before = guards.native_thread_names()
+    if not before:
+        pytest.skip("no /proc/self/task here")
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        after = guards.native_thread_names()
+        assert len(after) == len(before) + 1
+        assert t.native_id in after and t.native_id not in before
+    finally:
+        stop.set()
+        t.join()

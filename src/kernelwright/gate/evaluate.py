@@ -507,7 +507,8 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                 load_threads >= 0 and reply.get("threads", -1) - load_threads > 2)):
             return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                              f"threads still running after the call: {reply.get('threads')} native "
-                             f"(at load {load_threads}), {reply.get('py_threads')} Python", gate), None
+                             f"(at load {load_threads}), {reply.get('py_threads')} Python; started since the "
+                             f"import: {reply.get('new_threads') or '?'}", gate), None
         changed = _inputs_unchanged(ctx, sets[0]["inputs"], trial)
         if changed:
             return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate), None

@@ -183,6 +183,25 @@ def native_thread_count() -> int:
     return -1
 
 
+def native_thread_names() -> Dict[int, str]:
+    """{thread id: kernel thread name (``comm``)} of this process's threads from /proc; empty
+    where unavailable.  Names tell a library's lazily started threads (``cuda-EvtHandlr``,
+    ``llvm-worker-*``) from a solution's own."""
+    names: Dict[int, str] = {}
+    base = f"/proc/{os.getpid()}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return names
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/comm") as fh:
+                names[int(tid)] = fh.read().strip()
+        except (OSError, ValueError):
+            continue
+    return names
+
+
 def child_process_count() -> int:
     """Live processes this process started, zombies excluded; -1 where unavailable.  When this
     process leads its own session (the worker calls ``os.setsid`` at start), every process of

@@ -199,6 +199,7 @@ class Harness:
         self.input_meta: List[tuple] = []
         self._previous_returned: List[torch.Tensor] = []
         self.python_threads_at_load = threading.active_count()
+        self.threads_at_load: Dict[int, str] = {}     # tid -> name once the solution is imported
 
     # -- protocol --------------------------------------------------------------------------
     def serve(self) -> None:
@@ -307,6 +308,7 @@ class Harness:
                                 "".join(traceback.format_exception(exc))[-4000:]) from exc
         if not callable(self.fn):
             raise SolutionError("COMPILE_ERROR", "BUILD_FAILED", f"entry {solution.spec.entry_point} is not callable")
+        self.threads_at_load = guards.native_thread_names()
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "py_threads": threading.active_count(), "py_threads_before": py_before,
                 "threads_before": native_before, "counts_launches": self.count_launches}
@@ -341,6 +343,12 @@ class Harness:
         self._ptrs = [[t.untyped_storage().data_ptr() for t in st["inputs"] + st["outputs"]] for st in self.sets]
         self.last_specs: Dict[int, Any] = {}
         return {"ok": True, "sets": self.sets, "samples": self.samples}
+
+    def _new_thread_names(self, limit: int = 8) -> List[str]:
+        """Names of the threads started since the solution was imported (for the BACKGROUND_THREAD
+        message: which library or code started them)."""
+        return sorted(name for tid, name in guards.native_thread_names().items()
+                      if tid not in self.threads_at_load)[:limit]
 
     def _check_rebound(self, set_index: int) -> None:
         st = self.sets[set_index]
@@ -437,6 +445,7 @@ class Harness:
             del churn
         self.last_specs.pop(set_index, None)   # the parent filled this set itself
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
+                "new_threads": self._new_thread_names(),
                 "py_threads": threading.active_count(), "launches": launched if self.count_launches else None,
                 "host_ops": host_ops or {}, "l2_limit": self._l2_limit()}
 
