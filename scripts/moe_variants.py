@@ -93,6 +93,10 @@ VARIANTS = {
     "p5": ("prefill", dict(_P, G1_GROUP=8, G1_STAGES=4, G2_GROUP=8)),
     # (BLOCK_M 128 with QG 128 spills 140 bytes in sm_90a AOT: left out)
     "p7": ("prefill", dict(_P, G1_BLOCK_K=256, G1_STAGES=2, G1_GROUP=8, G2_GROUP=8)),
+    # v4: TMA tile loads (gemm_tma.py) after a gather of A into expert-sorted rows
+    "t1": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8)),
+    "t2": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_STAGES=4)),
+    "t3": ("mid", dict(_M, TMA=True, BLOCK_M=64, G1_GROUP=8, G2_GROUP=8)),
 }
 REGIME_TS = {"decode": [1, 7, 16, 32, 57, 80], "mid": [901], "prefill": [11948, 14107]}
 # rows of the shipped table: (max T, regime, T points that pick its config)
@@ -111,7 +115,7 @@ def aot(out_dir: str) -> None:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from kernelwright.solutions.moe_fp8_triton import gemm, routing
+    from kernelwright.solutions.moe_fp8_triton import gemm, gemm_tma, routing
 
     ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
     H, I = 7168, 2048
@@ -146,32 +150,55 @@ def aot(out_dir: str) -> None:
     for name, (_, cfg) in VARIANTS.items():
         bm, qg = cfg["BLOCK_M"], cfg["QG"]
         split = int(cfg.get("G1_SPLIT_K", 1))
-        g1 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"],
-                  SCALE_BLK=128, FP8_MAX_C=448.0, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split)
-        comp(gemm._gemm1_kernel,
-             dict(a_ptr="*fp8e4nv", a_scale_ptr="*fp32", w_ptr="*fp8e4nv", w_scale_ptr="*fp32",
-                  sorted_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",
-                  c_ptr="*fp8e4nv", c_scale_ptr="*fp32", part_ptr="*fp32", T="i32", R="i32"),
-             g1, cfg["G1_WARPS"], cfg["G1_STAGES"],
-             f"g1_bm{bm}_n{qg}_k{cfg['G1_BLOCK_K']}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}"
-             f"_sk{split}")
-        if split > 1:
-            comp(gemm._gemm1_splitk_epilogue,
-                 dict(part_ptr="*fp32", block_expert_ptr="*i32", block_rows_ptr="*i32",
-                      c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
-                 dict(I=I, BLOCK_M=bm, BLOCK_N=qg, SPLIT_K=split, FP8_MAX_C=448.0), 4, 1,
-                 f"g1epi_bm{bm}_n{qg}_sk{split}")
+        if cfg.get("TMA"):
+            bn2 = cfg["G2_BLOCK_N"]
+            comp(gemm_tma._gather_rows_kernel,
+                 dict(a_ptr="*fp8e4nv", sorted_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",
+                      out_ptr="*fp8e4nv"),
+                 dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512), 4, 1, f"gather_bm{bm}")
+            comp(gemm_tma._gemm1_tma_kernel,
+                 dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
+                      w_desc=f"tensordesc<fp8e4nv[{qg},128]>", w_scale_ptr="*fp32", sorted_ptr="*i32",
+                      block_expert_ptr="*i32", block_rows_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32",
+                      T="i32", R="i32"),
+                 dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=128, FP8_MAX_C=448.0,
+                      GROUP_M=cfg["G1_GROUP"]), cfg["G1_WARPS"], cfg["G1_STAGES"],
+                 f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}")
+            comp(gemm_tma._gemm2_tma_kernel,
+                 dict(c_desc=f"tensordesc<fp8e4nv[{bm},{qg}]>", c_scale_ptr="*fp32",
+                      w_desc=f"tensordesc<fp8e4nv[{bn2},{qg}]>", w_scale_ptr="*fp32",
+                      block_expert_ptr="*i32", block_rows_ptr="*i32", y_ptr="*bf16", R="i32"),
+                 dict(H=H, I=I, BLOCK_M=bm, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"]),
+                 cfg["G2_WARPS"], cfg["G2_STAGES"],
+                 f"g2_tma_bm{bm}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}_g{cfg['G2_GROUP']}")
+        else:
+            g1 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"],
+                      SCALE_BLK=128, FP8_MAX_C=448.0, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split)
+            comp(gemm._gemm1_kernel,
+                 dict(a_ptr="*fp8e4nv", a_scale_ptr="*fp32", w_ptr="*fp8e4nv", w_scale_ptr="*fp32",
+                      sorted_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",
+                      c_ptr="*fp8e4nv", c_scale_ptr="*fp32", part_ptr="*fp32", T="i32", R="i32"),
+                 g1, cfg["G1_WARPS"], cfg["G1_STAGES"],
+                 f"g1_bm{bm}_n{qg}_k{cfg['G1_BLOCK_K']}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}"
+                 f"_sk{split}")
+            if split > 1:
+                comp(gemm._gemm1_splitk_epilogue,
+                     dict(part_ptr="*fp32", block_expert_ptr="*i32", block_rows_ptr="*i32",
+                          c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
+                     dict(I=I, BLOCK_M=bm, BLOCK_N=qg, SPLIT_K=split, FP8_MAX_C=448.0), 4, 1,
+                     f"g1epi_bm{bm}_n{qg}_sk{split}")
         comb = bool(cfg["COMBINE"])
         g2 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=cfg["G2_BLOCK_N"], BLOCK_K=cfg["G2_BLOCK_K"],
                   QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"], COMBINE=comb)
-        comp(gemm._gemm2_kernel,
-             dict(c_ptr="*fp8e4nv", c_scale_ptr="*fp32", w_ptr="*fp8e4nv", w_scale_ptr="*fp32",
-                  block_expert_ptr="*i32", block_rows_ptr="*i32",
-                  y_ptr="*fp8e4nv" if comb else "*bf16", sorted_ptr="*i32", weights_ptr="*fp32",
-                  out_ptr="*bf16", R="i32"),
-             g2, cfg["G2_WARPS"], cfg["G2_STAGES"],
-             f"g2_bm{bm}_n{cfg['G2_BLOCK_N']}_k{cfg['G2_BLOCK_K']}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}"
-             f"_g{cfg['G2_GROUP']}_c{int(comb)}")
+        if not cfg.get("TMA"):
+            comp(gemm._gemm2_kernel,
+                 dict(c_ptr="*fp8e4nv", c_scale_ptr="*fp32", w_ptr="*fp8e4nv", w_scale_ptr="*fp32",
+                      block_expert_ptr="*i32", block_rows_ptr="*i32",
+                      y_ptr="*fp8e4nv" if comb else "*bf16", sorted_ptr="*i32", weights_ptr="*fp32",
+                      out_ptr="*bf16", R="i32"),
+                 g2, cfg["G2_WARPS"], cfg["G2_STAGES"],
+                 f"g2_bm{bm}_n{cfg['G2_BLOCK_N']}_k{cfg['G2_BLOCK_K']}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}"
+                 f"_g{cfg['G2_GROUP']}_c{int(comb)}")
         comp(routing._routing_kernel,
              dict(logits_ptr="*fp32", bias_ptr="*bf16", ids_ptr="*i32", weights_ptr="*fp32",
                   slots_ptr="*i32", counts_ptr="*i32", out_ptr="*bf16" if comb else "*i32",
@@ -303,7 +330,10 @@ def precompile(K, cases, v1):
     from kernelwright.solutions.moe_fp8_triton import routing as KR
 
     t = time.time()
-    mods = [(K, ("_gemm1_kernel", "_gemm2_kernel", "_reduce_kernel")),
+    # every kernel _forward may launch: one left out would run for real on block tables that the
+    # (compile-only) align kernel never filled
+    mods = [(K, ("_gemm1_kernel", "_gemm1_splitk_epilogue", "_gemm2_kernel", "_reduce_kernel",
+                 "_gather_rows_kernel", "_gemm1_tma_kernel", "_gemm2_tma_kernel")),
             (KR, ("_routing_kernel", "_align_kernel"))]
     if v1 is not None:
         mods += [(v1, ("_gemm1_kernel", "_gemm2_kernel", "_reduce_kernel")),

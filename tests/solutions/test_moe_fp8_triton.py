@@ -292,6 +292,8 @@ def test_shipped_config_unchanged():
     dict(RED_BT=4, RED_BH=64, ROUTE_BT=4),
     dict(G1_SPLIT_K=2, G1_BLOCK_K=128),                 # split-K GEMM1: partials + epilogue kernel
     dict(G1_SPLIT_K=4, G1_BLOCK_K=64, QG=32, BLOCK_M=16),
+    dict(TMA=True, BLOCK_M=64, QG=128, G1_GROUP=8, G2_GROUP=8),   # gemm_tma.py: gather + TMA tiles
+    dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64),
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1
@@ -302,6 +304,12 @@ def test_tiling_options(over):
     cfg.update(over)
     out = _call(inputs, config=cfg)
     _check(inputs, out, qg=cfg["QG"])
+
+
+def test_tma_path_excludes_split_k_and_combine():
+    inputs = _inputs(3, 0, seed=41)
+    with pytest.raises(ValueError, match="TMA"):
+        _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=2, G1_BLOCK_K=128))
 
 
 def test_split_k_must_divide_the_hidden_size():
@@ -441,6 +449,20 @@ def test_gpu_graph_cache_replays_current_contents(T):
     for _ in range(K._GRAPH_SLOTS + 2):        # new output buffers: new keys
         _call(a)
     assert len(K._graphs) <= K._GRAPH_SLOTS
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("T", [57, 901, 4096])
+def test_gpu_tma_path(T):
+    """The TMA GEMMs (gemm_tma.py) at contest sizes through the graph path: against the
+    reference, and against the pointer-load GEMMs of the same tiles."""
+    inputs = _inputs(T, 32, seed=80 + T, name=DEF_NAME, device="cuda")
+    base = dict(K.config_for(max(T, 901)), BLOCK_M=64, QG=128, G1_GROUP=8, G2_GROUP=8, COMBINE=False)
+    K._graphs.clear()
+    out = _call(inputs, config=dict(base, TMA=True))
+    _check(inputs, out, qg=128, emulate=False)
+    pointer = _call(inputs, config=dict(base, TMA=False), graph=False)
+    assert (out.float() - pointer.float()).abs().max() <= 0.02 * pointer.float().abs().max() + 1e-3
 
 
 @pytest.mark.gpu

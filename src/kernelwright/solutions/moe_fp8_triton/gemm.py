@@ -25,6 +25,30 @@ FP8_MAX = 448.0
 
 
 @triton.jit
+def _tile_of(pid, R, NUM_N: tl.constexpr, BLOCK_M: tl.constexpr, GROUP_M: tl.constexpr):
+    """program id -> (M-block, N-block).  GROUP_M = 1: N fastest (one M-block's tiles are
+    consecutive); GROUP_M > 1: groups of GROUP_M M-blocks sweep N together, M fastest inside a
+    group, so the M-blocks of one expert share each weight tile through L2."""
+    if GROUP_M == 1:
+        pid_m = pid // NUM_N
+        pid_n = pid % NUM_N
+    else:
+        width = GROUP_M * NUM_N
+        first_m = (pid // width) * GROUP_M
+        gsize = tl.minimum(R // BLOCK_M - first_m, GROUP_M)
+        pid_m = first_m + (pid % width) % gsize
+        pid_n = (pid % width) // gsize
+    return pid_m, pid_n
+
+
+@triton.jit
+def _block_rows(pid_m, block_rows_ptr, BLOCK_M: tl.constexpr):
+    """(the padded rows of M-block pid_m, the mask of its valid rows: the rest is padding)."""
+    offs_m = tl.arange(0, BLOCK_M)
+    return pid_m * BLOCK_M + offs_m, offs_m < tl.load(block_rows_ptr + pid_m)
+
+
+@triton.jit
 def _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr,
                         I: tl.constexpr, FP8_MAX_C: tl.constexpr):
     """GEMM1's epilogue: C = silu(gate) * up (the SECOND half is the gate), re-quantised to FP8
@@ -60,33 +84,17 @@ def _gemm1_kernel(
     them in a fixed order (deterministic) and applies the same epilogue."""
     pid = tl.program_id(0)
     pid_k = pid % SPLIT_K                 # K slices of one tile are adjacent programs (A in L2)
-    pid = pid // SPLIT_K
-    NUM_N: tl.constexpr = I // BLOCK_N
-    # program id -> (M-block, N-block).  GROUP_M = 1: N fastest (one M-block's tiles are
-    # consecutive); GROUP_M > 1: groups of GROUP_M M-blocks sweep N together, M fastest inside
-    # a group, so the M-blocks of one expert share each weight tile through L2.
-    if GROUP_M == 1:
-        pid_m = pid // NUM_N
-        pid_n = pid % NUM_N
-    else:
-        width = GROUP_M * NUM_N
-        first_m = (pid // width) * GROUP_M
-        gsize = tl.minimum(R // BLOCK_M - first_m, GROUP_M)
-        pid_m = first_m + (pid % width) % gsize
-        pid_n = (pid % width) // gsize
+    pid_m, pid_n = _tile_of(pid // SPLIT_K, R, I // BLOCK_N, BLOCK_M, GROUP_M)
     expert = tl.load(block_expert_ptr + pid_m)
     if expert < 0:
         return
-    n_valid = tl.load(block_rows_ptr + pid_m)
+    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)     # padded rows of this block
 
-    offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     # each K step of BLOCK_K runs NSUB dots of KS = min(BLOCK_K, 128) columns, one scale each
     KS: tl.constexpr = BLOCK_K if BLOCK_K < SCALE_BLK else SCALE_BLK
     NSUB: tl.constexpr = BLOCK_K // KS
     offs_k = tl.arange(0, KS)
-    rows = pid_m * BLOCK_M + offs_m                         # padded rows of this block
-    row_ok = offs_m < n_valid
     pair = tl.load(sorted_ptr + rows, mask=row_ok, other=0)
     tok = tl.where(row_ok, pair // TOP_K, 0)                # padding rows read token 0 (discarded)
 
@@ -146,13 +154,9 @@ def _gemm1_splitk_epilogue(
     NUM_N: tl.constexpr = I // BLOCK_N
     pid_m = pid // NUM_N
     pid_n = pid % NUM_N
-    expert = tl.load(block_expert_ptr + pid_m)
-    if expert < 0:
+    if tl.load(block_expert_ptr + pid_m) < 0:
         return
-    n_valid = tl.load(block_rows_ptr + pid_m)
-    offs_m = tl.arange(0, BLOCK_M)
-    rows = pid_m * BLOCK_M + offs_m
-    row_ok = offs_m < n_valid
+    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
     n_up = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
@@ -178,29 +182,12 @@ def _gemm2_kernel(
     COMBINE = False: O -> bf16 rows of y at the padded rows (the reduce kernel sums them).
     COMBINE = True: the top-k reduction fused here: out[token] += w[pair] * O with bf16
     atomics (out zeroed by the routing kernel); y is unused."""
-    pid = tl.program_id(0)
-    NUM_N: tl.constexpr = H // BLOCK_N
-    # program id -> (M-block, N-block).  GROUP_M = 1: N fastest (one M-block's tiles are
-    # consecutive); GROUP_M > 1: groups of GROUP_M M-blocks sweep N together, M fastest inside
-    # a group, so the M-blocks of one expert share each weight tile through L2.
-    if GROUP_M == 1:
-        pid_m = pid // NUM_N
-        pid_n = pid % NUM_N
-    else:
-        width = GROUP_M * NUM_N
-        first_m = (pid // width) * GROUP_M
-        gsize = tl.minimum(R // BLOCK_M - first_m, GROUP_M)
-        pid_m = first_m + (pid % width) % gsize
-        pid_n = (pid % width) // gsize
+    pid_m, pid_n = _tile_of(tl.program_id(0), R, H // BLOCK_N, BLOCK_M, GROUP_M)
     expert = tl.load(block_expert_ptr + pid_m)
     if expert < 0:
         return
-    n_valid = tl.load(block_rows_ptr + pid_m)
-
-    offs_m = tl.arange(0, BLOCK_M)
+    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
     offs_k = tl.arange(0, QG)
-    rows = pid_m * BLOCK_M + offs_m
-    row_ok = offs_m < n_valid
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
 
     c_ptrs = c_ptr + rows.to(tl.int64)[:, None] * I + offs_k[None, :]

@@ -15,18 +15,23 @@ only (upper bounds; surplus programs exit at once):
                                         exactly 0 for tokens without a local expert
 MB = max_m_blocks(T, E_local, BLOCK_M) (routing.py) and R = MB * BLOCK_M.
 
+With the config key TMA (mid/prefill candidate, gemm_tma.py) GEMM1 and GEMM2 load their tiles
+through TMA descriptors, after a gather of the activations into expert-sorted rows.
+
 CUDA graphs: on a CUDA device the whole call is captured once per key (the first call for a key
-runs eagerly and then captures; later calls replay).  The key holds everything the capture bakes
-in: every tensor's data_ptr, shape, stride and dtype, the device, the two Python scalars and the
-config.  Replays recompute everything from the current contents of the same buffers, so nothing
+runs eagerly and then captures; later calls replay).  The key holds what the capture bakes in:
+every tensor's data_ptr, shape and contiguity (only all-contiguous calls are captured; dtypes
+are the definition's), the two Python scalars and the config.  Replays recompute everything from the current contents of the same buffers, so nothing
 is cached but the launch sequence.  A small LRU bounds the graphs (and their memory pools).
 Inside someone else's capture (the caller graphs us) the call runs eagerly.
 """
 
 import torch
 import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm1_splitk_epilogue, _gemm2_kernel, _reduce_kernel
+from .gemm_tma import _gather_rows_kernel, _gemm1_tma_kernel, _gemm2_tma_kernel
 from .routing import TOP_K, align, route
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
@@ -75,8 +80,6 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
     num_local = gemm1_weights.shape[0]
     I = gemm2_weights.shape[2]
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
-    g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
-    g2_bk = cfg["G2_BLOCK_K"]
     combine = bool(cfg["COMBINE"])
     dev = hidden_states.device
 
@@ -90,6 +93,37 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
 
     c = torch.empty((R, I), dtype=torch.float8_e4m3fn, device=dev)
     c_scale = torch.empty((I // qg, R), dtype=torch.float32, device=dev)
+    if cfg.get("TMA"):
+        y = torch.empty((R, H), dtype=torch.bfloat16, device=dev)
+        _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
+                   gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, y, mb, cfg)
+    else:
+        y = _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
+                   gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, weights, output,
+                   mb, cfg)
+    if combine:
+        return
+
+    rbt = cfg["RED_BT"]
+    block_h = min(cfg["RED_BH"], triton.next_power_of_2(H))
+    _reduce_kernel[(triton.cdiv(T, rbt), triton.cdiv(H, block_h))](
+        y, pair_row, weights, output, T, H=H, TOP_K=TOP_K, BLOCK_T=rbt, BLOCK_H=block_h,
+        num_warps=cfg["RED_WARPS"], num_stages=1,
+    )
+
+
+def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
+           gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, weights, output, mb, cfg):
+    """GEMM1 (+ its split-K epilogue) and GEMM2 with pointer loads (gemm.py); returns y [R, H]
+    bf16 (or C itself, unused, when COMBINE adds GEMM2's rows into the output)."""
+    T, H = hidden_states.shape
+    I = gemm2_weights.shape[2]
+    bm, qg = cfg["BLOCK_M"], cfg["QG"]
+    R = mb * bm
+    g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
+    g2_bk = cfg["G2_BLOCK_K"]
+    combine = bool(cfg["COMBINE"])
+    dev = hidden_states.device
     split = cfg["G1_SPLIT_K"]
     # fp32 up/gate partials of each K slice (only with split-K; else a placeholder pointer)
     part = torch.empty((split, R, 2 * I), dtype=torch.float32, device=dev) if split > 1 else c_scale
@@ -116,14 +150,38 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
         GROUP_M=cfg["G2_GROUP"], COMBINE=combine,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
-    if combine:
-        return
+    return y
 
-    rbt = cfg["RED_BT"]
-    block_h = min(cfg["RED_BH"], triton.next_power_of_2(H))
-    _reduce_kernel[(triton.cdiv(T, rbt), triton.cdiv(H, block_h))](
-        y, pair_row, weights, output, T, H=H, TOP_K=TOP_K, BLOCK_T=rbt, BLOCK_H=block_h,
-        num_warps=cfg["RED_WARPS"], num_stages=1,
+
+def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
+               gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, y, mb, cfg):
+    """The TMA path (gemm_tma.py, config key TMA): A gathered into expert-sorted rows, then both
+    GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16."""
+    T, H = hidden_states.shape
+    I = gemm2_weights.shape[2]
+    bm, qg = cfg["BLOCK_M"], cfg["QG"]
+    R = mb * bm
+    g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
+    gather_h = _largest_divisor_tile(H, 512)
+    a_sorted = torch.empty((R, H), dtype=hidden_states.dtype, device=hidden_states.device)
+    _gather_rows_kernel[(mb, H // gather_h)](
+        hidden_states.contiguous(), sorted_pairs, block_expert, block_rows, a_sorted,
+        H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, num_warps=4, num_stages=1,
+    )
+    w13 = gemm1_weights.contiguous()
+    w2 = gemm2_weights.contiguous()
+    _gemm1_tma_kernel[(mb * (I // qg),)](
+        TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), hidden_states_scale.contiguous(),
+        TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
+        sorted_pairs, block_expert, block_rows, c, c_scale,
+        T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
+        GROUP_M=cfg["G1_GROUP"], num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
+    )
+    _gemm2_tma_kernel[(mb * (H // g2_bn),)](
+        TensorDescriptor.from_tensor(c, [bm, qg]), c_scale,
+        TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
+        block_expert, block_rows, y, R, H=H, I=I, BLOCK_M=bm, BLOCK_N=g2_bn, QG=qg, SCALE_BLK=SCALE_BLOCK,
+        GROUP_M=cfg["G2_GROUP"], num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
 
@@ -176,6 +234,8 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+    if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
+        raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
     dst = output
     if not output.is_contiguous():   # the kernels write row-major [T, H]
         dst = torch.empty((T, H), dtype=output.dtype, device=output.device)
