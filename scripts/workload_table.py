@@ -52,6 +52,6 @@ def main(alias: str, ours: str, paths) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 4 or sys.argv[1].startswith("-"):
         sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2], sys.argv[3:])

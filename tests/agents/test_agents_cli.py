@@ -296,3 +296,19 @@ def test_bad_requests_raise_config_error(tmp_path, fake_bin) -> None:
         b.run_turn(TurnRequest(workspace=tmp_path / "missing", prompt="p"))
     with pytest.raises(AgentConfigError, match="prompt is empty"):
         b.run_turn(TurnRequest(workspace=tmp_path, prompt="  "))
+
+
+def test_finds_clients_in_dot_agent_clients_without_env(monkeypatch, tmp_path, fake_bin) -> None:
+    """Without $KW_AGENT_CLIENTS the folder that tests/agents/install_clients.sh fills
+    (./.agent-clients) is searched, so `kernelwright optimize` finds what the README installed."""
+    from kernelwright.agents._cli import find_binary
+
+    clients = tmp_path / ".agent-clients" / "node_modules" / ".bin"
+    clients.mkdir(parents=True)
+    (clients / "gemini").symlink_to(fake_bin)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("KW_AGENT_CLIENTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert find_binary("gemini") == str(fake_bin.resolve())
+    monkeypatch.setenv("KW_AGENT_CLIENTS", str(tmp_path / "elsewhere"))
+    assert find_binary("gemini") is None

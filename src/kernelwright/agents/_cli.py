@@ -14,7 +14,7 @@ import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar, List, Optional
 
 from .base import (
     AgentBackend,
@@ -36,7 +36,9 @@ def find_binary(name: str, explicit: Optional[str] = None) -> Optional[str]:
     """Locate a client executable.
 
     Order: ``explicit`` (a path, or a name looked up on PATH), then PATH, then
-    ``$KW_AGENT_CLIENTS/node_modules/.bin``.  Returns an absolute path or None.
+    ``node_modules/.bin`` of the clients folder: ``$KW_AGENT_CLIENTS`` when set, else the
+    ``.agent-clients`` folder that ``tests/agents/install_clients.sh`` fills, in the current
+    directory or in the source checkout kernelwright runs from.  Returns an absolute path or None.
     """
     if explicit:
         if os.sep in explicit:
@@ -46,12 +48,21 @@ def find_binary(name: str, explicit: Optional[str] = None) -> Optional[str]:
     found = shutil.which(name)
     if found:
         return found
-    clients = os.environ.get(CLIENTS_DIR_ENV)
-    if clients:
-        cand = Path(clients).expanduser() / "node_modules" / ".bin" / name
+    for clients in client_dirs():
+        cand = clients / "node_modules" / ".bin" / name
         if cand.is_file() and os.access(cand, os.X_OK):
             return str(cand.resolve() if cand.is_symlink() else cand)
     return None
+
+
+def client_dirs() -> List[Path]:
+    """Where installed agent clients are looked for (see ``find_binary``)."""
+    env = os.environ.get(CLIENTS_DIR_ENV)
+    if env:
+        return [Path(env).expanduser()]
+    checkout = Path(__file__).resolve().parents[3]      # src/kernelwright/agents/_cli.py -> repo root
+    dirs = [Path.cwd() / ".agent-clients", checkout / ".agent-clients"]
+    return list(dict.fromkeys(d for d in dirs if d.is_dir()))
 
 
 @dataclass
@@ -311,7 +322,8 @@ class CliBackend(AgentBackend):
         """
         binary = self.resolve_binary()
         if binary is None:
-            where = self.config.binary or f"`{self.binary_name}` on PATH or in ${CLIENTS_DIR_ENV}/node_modules/.bin"
+            where = self.config.binary or (f"`{self.binary_name}` on PATH or in node_modules/.bin of "
+                                           f"${CLIENTS_DIR_ENV} or ./.agent-clients")
             raise AgentUnavailable(f"{self.name}: client binary not found: {where} ({self.install_hint})")
         if self._version is None:
             try:

@@ -120,7 +120,7 @@ def bench_cmd(
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N workloads per definition."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads per definition."),
     sweep: bool = typer.Option(False, "--sweep", help="The definition's sweep workloads instead of the contest ones (moe: T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224; 30 workloads)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
     warmup: Optional[int] = typer.Option(None, help="Warm-up iterations per trial (default 10)."),
@@ -150,6 +150,9 @@ def bench_cmd(
         for path in solution or []:
             sol = load_solution(path)
             if sol.definition == base_name:
+                if any(c.solution.name == sol.name for c in cands):
+                    raise UsageError(f"{path}: solution name {sol.name!r} is already taken by another solution "
+                                     "in this run (a shipped one?): give it its own name in manifest.json")
                 cands.append(Candidate(sol, sol.name))
         if baselines:
             cands += _baseline_candidates(base_name, device)
@@ -184,19 +187,20 @@ def _baseline_candidates(definition_name: str, device: str):
 @one_line_errors
 def eval_cmd(
     solution: Path = typer.Argument(..., help="Solution folder (manifest.json + sources) or Solution JSON."),
-    definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Definition name or alias (default: the solution's)."),
-    workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N workloads."),
+    definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Where the solution's definition lives: a name, an alias or package.module:ATTRIBUTE (default: the manifest's definition, which it must match)."),
+    workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or 0-based indices (comma-separated)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads."),
     final: bool = typer.Option(False, "--final", help="Also run the hidden split (held-out workloads); only a final evaluation can promote a solution."),
-    device: str = typer.Option("cuda", "--device"),
-    quick: bool = typer.Option(False, "--quick", help="Reduced sizes (CPU)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o"),
-    warmup: Optional[int] = typer.Option(None),
-    iterations: Optional[int] = typer.Option(None),
-    trials: Optional[int] = typer.Option(None),
+    device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
+    quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU: Triton through TRITON_INTERPRET=1)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/eval-<solution>-<time>)."),
+    warmup: Optional[int] = typer.Option(None, help="Warm-up iterations per trial (default 10)."),
+    iterations: Optional[int] = typer.Option(None, help="Timed iterations per trial (default 50)."),
+    trials: Optional[int] = typer.Option(None, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
 ) -> None:
-    """Evaluate one solution under the gate and print the verdict per workload."""
+    """Evaluate one solution under the gate: a summary table, one line per failed workload, exit 1
+    when any workload fails."""
     from kernelwright import definitions
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.gate.hidden import held_out_workloads, hidden_salt

@@ -36,6 +36,12 @@ def one_line_errors(fn: Callable) -> Callable:
             raise
         except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError, KeyError) as exc:
             fail(_one_line(exc))
+        except Exception as exc:
+            from kernelwright.cluster.pool import ClusterUnavailable
+
+            if isinstance(exc, ClusterUnavailable):
+                fail(str(exc))
+            raise
         except KeyboardInterrupt:
             fail("interrupted (results written so far are kept)", 130)
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -220,6 +221,8 @@ def profile_cmd(solution: Path = typer.Argument(..., help="Solution folder."),
         raise UsageError(f"{solution}: not a solution folder (no manifest.json)")
     if tool not in ("auto", "ncu", "torch"):
         raise UsageError("--tool must be auto, ncu or torch")
+    if tool == "ncu" and shutil.which("ncu") is None:
+        raise UsageError("--tool ncu: no `ncu` on PATH (Nsight Compute); use --tool torch or auto")
     argv: List[str] = [str(solution), "-d", definition, "--tool", tool] + (["--quick"] if quick else [])
     if device:
         argv += ["--device", device]

@@ -44,6 +44,10 @@ def _notice(message: str) -> None:
     print(f"kernelwright: {message}", file=sys.stderr, flush=True)
 
 
+
+class ClusterUnavailable(RuntimeError):
+    """The requested cluster cannot run jobs (no GPU resources): a usage problem, one line."""
+
 @dataclass
 class Lease:
     """A snapshot of one slot: which device, which worker, busy with what."""
@@ -271,8 +275,8 @@ class EvaluationPool:
         available = cluster_gpus()
         n = available if devices is None else (devices if isinstance(devices, int) else len(devices))
         if n <= 0 or available <= 0:
-            raise RuntimeError("the Ray cluster has no GPU resources: start nodes with GPUs (or, to test on "
-                               "CPU, ray.init(num_gpus=N) with fake GPU resources)")
+            raise ClusterUnavailable("the Ray cluster has no GPU resources: start its nodes with GPUs (`ray start "
+                                     "--num-gpus N`; on a CPU machine N fake GPUs test the plumbing)")
         if n > available:
             notice(f"{n} GPU actors requested, the Ray cluster has {available} GPUs: the rest wait for a GPU")
         env = {}
