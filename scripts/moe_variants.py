@@ -376,6 +376,7 @@ def K_normalize(K, cfg, case):
     if cfg["G1_BLOCK_K"] >= 128:
         cfg["G1_BLOCK_K"] = K._largest_divisor_tile(H, cfg["G1_BLOCK_K"])
     cfg["G2_BLOCK_K"] = max(cfg["QG"], K._largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+    cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))     # as run() fills it in (the v4 precompile missed it)
     return cfg
 
 
