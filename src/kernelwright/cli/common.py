@@ -10,6 +10,7 @@ from typing import Callable, List, Optional
 
 import typer
 
+from kernelwright.cluster.errors import ClusterUnavailable
 from kernelwright.definitions import UnknownDefinition
 from kernelwright.definitions.base import BuiltinDefinition
 from kernelwright.trace import Solution, Workload
@@ -34,14 +35,9 @@ def one_line_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError, KeyError) as exc:
+        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError, KeyError,
+                ClusterUnavailable) as exc:
             fail(_one_line(exc))
-        except Exception as exc:
-            from kernelwright.cluster.pool import ClusterUnavailable
-
-            if isinstance(exc, ClusterUnavailable):
-                fail(str(exc))
-            raise
         except KeyboardInterrupt:
             fail("interrupted (results written so far are kept)", 130)
 

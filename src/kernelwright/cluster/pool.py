@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from kernelwright.cluster.devices import DeviceSpec, resolve_devices
+from kernelwright.cluster.errors import ClusterUnavailable
 from kernelwright.cluster.jobs import (
     POOL_WORKER_CRASHED, EvalJob, JobError, JobResult, definition_ref, failure_trace,
 )
@@ -43,10 +44,6 @@ MAX_ATTEMPTS = 2   # the first run and one retry
 def _notice(message: str) -> None:
     print(f"kernelwright: {message}", file=sys.stderr, flush=True)
 
-
-
-class ClusterUnavailable(RuntimeError):
-    """The requested cluster cannot run jobs (no GPU resources): a usage problem, one line."""
 
 @dataclass
 class Lease:

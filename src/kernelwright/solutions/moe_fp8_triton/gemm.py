@@ -150,10 +150,7 @@ def _gemm1_splitk_epilogue(
 ):
     """Sums GEMM1's SPLIT_K fp32 partials (slice order: deterministic) for one (M-block, N-block)
     tile and applies the SwiGLU/FP8 epilogue; grid MB * (I / BLOCK_N), unused blocks exit."""
-    pid = tl.program_id(0)
-    NUM_N: tl.constexpr = I // BLOCK_N
-    pid_m = pid // NUM_N
-    pid_n = pid % NUM_N
+    pid_m, pid_n = _tile_of(tl.program_id(0), R, I // BLOCK_N, BLOCK_M, 1)
     if tl.load(block_expert_ptr + pid_m) < 0:
         return
     rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
