@@ -189,8 +189,8 @@ def _graph_key(tensors, output, local_expert_offset, routed_scaling_factor, conf
     """Everything a capture bakes in: each tensor's address, shape and contiguity (captures are
     made only when every tensor is contiguous, so equal shapes mean equal strides; dtypes are
     fixed by the definition; addresses are unique across devices under unified addressing), both
-    scalars and the config (without an explicit config the config is a function of the shapes).  Kept short on purpose: it runs on every call, on the host,
-    before the GPU has anything to do (about half the cost of adding dtypes and strides)."""
+    scalars and the config (without an explicit config the config is a function of the shapes).
+    Kept short on purpose: it runs on every call, on the host, before the GPU has anything to do."""
     key = [int(local_expert_offset), float(routed_scaling_factor), None if config is None else tuple(config.items())]
     for t in tensors + (output,):
         key += (t.data_ptr(), t.shape, t.is_contiguous())
