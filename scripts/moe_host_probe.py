@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 PROBE = '''"""Diagnostic wrapper around kernel.run (scripts/moe_host_probe.py): times each piece of the
-graph-cache hit path separately (is_current_stream_capturing, key, lookup, replay)."""
+graph-cache hit path separately (is_current_stream_capturing, key, lookup, replay), then the key
+again and a fixed pure-Python loop (warm-cache and CPU-speed references)."""
 import sys
 import time
 
@@ -53,16 +54,26 @@ def run(*args, **kwargs):
     if hit is not None:
         hit.replay()
         t4 = _clock()
-        _stats["parts"].append((t1 - t0, t2 - t1, t3 - t2, t4 - t3))
+        # after the replay (the GPU already has its work): the same key again, now with warm
+        # caches, and a fixed pure-Python loop.  Slow key2/canary too: the whole process runs
+        # slowly; only the first key slow: the host path is cold right after the gate's work.
+        _k._graph_key(tuple(args[:8]), args[10], args[8], args[9], None)
+        t5 = _clock()
+        acc = 0
+        for i in range(200):
+            acc += i * i
+        t6 = _clock()
+        _stats["parts"].append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5))
     else:
         _k.run(*args, **kwargs)
     _stats["calls"] += 1
     if _stats["calls"] % 20 == 0 and _stats["parts"]:
         last = _stats["parts"][-20:]
-        med = [sorted(p[i] for p in last)[len(last) // 2] * 1e6 for i in range(4)]
+        med = [sorted(p[i] for p in last)[len(last) // 2] * 1e6 for i in range(6)]
         print(f"[moe-probe] calls {_stats['calls']} forward runs {_stats['forward']} graphs {len(_k._graphs)} "
               f"hit-path us (median of last {len(last)}): capturing? {med[0]:.1f} key {med[1]:.1f} "
-              f"lookup {med[2]:.1f} replay {med[3]:.1f}", file=sys.stderr, flush=True)
+              f"lookup {med[2]:.1f} replay {med[3]:.1f} key2 {med[4]:.1f} canary {med[5]:.1f}",
+              file=sys.stderr, flush=True)
 '''
 
 

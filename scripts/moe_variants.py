@@ -97,6 +97,15 @@ VARIANTS = {
     "t1": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8)),
     "t2": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_STAGES=4)),
     "t3": ("mid", dict(_M, TMA=True, BLOCK_M=64, G1_GROUP=8, G2_GROUP=8)),
+    # v5: larger M tiles on the TMA path (each weight tile feeds 128 rows: half the L2->SMEM bytes
+    # per FLOP of BLOCK_M 64); the pointer path spilled at BLOCK_M 128 with QG 128
+    "t4": ("prefill", dict(_P, TMA=True, BLOCK_M=128, QG=64, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
+    "t5": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_GROUP=8, G2_GROUP=8, G1_STAGES=3, G2_STAGES=3)),
+    "t6": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_GROUP=8, G2_GROUP=8, G1_STAGES=2, G2_STAGES=3)),
+    "t7": ("prefill", dict(_P, TMA=True, BLOCK_M=128, QG=64, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_BLOCK_N=256, G2_STAGES=3)),
+    # BLOCK_M 128 x QG 128 on 16 warps (4 warpgroups: 64 x 64 of each accumulator apiece)
+    "t8": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
+    "t9": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_STAGES=4, G1_GROUP=8, G2_WARPS=16, G2_BLOCK_N=256, G2_GROUP=8, G2_STAGES=3)),
 }
 REGIME_TS = {"decode": [1, 7, 16, 32, 57, 80], "mid": [901], "prefill": [11948, 14107]}
 # rows of the shipped table: (max T, regime, T points that pick its config)
