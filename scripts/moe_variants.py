@@ -106,6 +106,12 @@ VARIANTS = {
     # BLOCK_M 128 x QG 128 on 16 warps (4 warpgroups: 64 x 64 of each accumulator apiece)
     "t8": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
     "t9": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_STAGES=4, G1_GROUP=8, G2_WARPS=16, G2_BLOCK_N=256, G2_GROUP=8, G2_STAGES=3)),
+    # around t8 (the fastest at T = 11948 and 14107 in the first v5 call)
+    "t10": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_STAGES=4, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
+    "t11": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_WARPS=16, G2_GROUP=8, G2_STAGES=3)),
+    "t12": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=4)),
+    "t13": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=4, G2_GROUP=4, G2_STAGES=3)),
+    "t14": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=16, G2_GROUP=16, G2_STAGES=3)),
 }
 REGIME_TS = {"decode": [1, 7, 16, 32, 57, 80], "mid": [901], "prefill": [11948, 14107]}
 # rows of the shipped table: (max T, regime, T points that pick its config)
