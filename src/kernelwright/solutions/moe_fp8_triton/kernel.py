@@ -36,8 +36,9 @@ from .routing import TOP_K, align, route
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
 # (max T, config), first match wins: the fastest correct variant per T range, measured by
-# scripts/moe_variants.py on the H200 (2026-11-29; docs/kernels/moe.md, v2).  QG = GEMM1's
-# BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
+# scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5 above: the TMA
+# path, BLOCK_M 64 up to T = 2048 and 128 beyond).  QG = GEMM1's BLOCK_N (one C quantisation
+# group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (1, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=32, G1_BLOCK_K=128, G1_WARPS=4, G1_STAGES=8,
              G1_GROUP=1, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=6, G2_GROUP=1,
@@ -45,12 +46,12 @@ _CONFIGS = (
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
                G1_STAGES=4, G1_GROUP=1, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
                G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
-    (2048, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
+    (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
+                G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True)),
+    (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
                 G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
-    (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
-                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True)),
 )
 # CONFIGS-END
 
