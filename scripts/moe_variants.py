@@ -53,6 +53,8 @@ _M = dict(_D, BLOCK_M=32, QG=128, G1_WARPS=8, G1_STAGES=3, G2_BLOCK_N=128, G2_BL
           G2_WARPS=8, G2_STAGES=4)
 _P = dict(_M, ROUTE_BT=4, BLOCK_M=64)
 
+VARIANTS_T2 = dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_STAGES=4)
+VARIANTS_T12 = dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=4)
 # name -> (regime, config); regime: the T points it is measured at
 VARIANTS = {
     # decode, BLOCK_M 16 (mma.sync), T <= 256
@@ -95,7 +97,7 @@ VARIANTS = {
     "p7": ("prefill", dict(_P, G1_BLOCK_K=256, G1_STAGES=2, G1_GROUP=8, G2_GROUP=8)),
     # v4: TMA tile loads (gemm_tma.py) after a gather of A into expert-sorted rows
     "t1": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8)),
-    "t2": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_STAGES=4)),
+    "t2": ("prefill", dict(VARIANTS_T2)),
     "t3": ("mid", dict(_M, TMA=True, BLOCK_M=64, G1_GROUP=8, G2_GROUP=8)),
     # v5: larger M tiles on the TMA path (each weight tile feeds 128 rows: half the L2->SMEM bytes
     # per FLOP of BLOCK_M 64); the pointer path spilled at BLOCK_M 128 with QG 128
@@ -109,9 +111,15 @@ VARIANTS = {
     # around t8 (the fastest at T = 11948 and 14107 in the first v5 call)
     "t10": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_STAGES=4, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
     "t11": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_WARPS=16, G2_GROUP=8, G2_STAGES=3)),
-    "t12": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=4)),
+    "t12": ("prefill", dict(VARIANTS_T12)),
     "t13": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=4, G2_GROUP=4, G2_STAGES=3)),
     "t14": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=16, G2_GROUP=16, G2_STAGES=3)),
+    # v5: persistent tile loops (PERSIST programs per SM stride over the used tiles only; the
+    # bounded grids launch up to 7x more programs than there are used tiles at prefill)
+    "t2p1": ("mid", dict(VARIANTS_T2, PERSIST=1)),
+    "t2p2": ("mid", dict(VARIANTS_T2, PERSIST=2)),
+    "t12p1": ("prefill", dict(VARIANTS_T12, PERSIST=1)),
+    "t12p2": ("prefill", dict(VARIANTS_T12, PERSIST=2)),
 }
 REGIME_TS = {"decode": [1, 7, 16, 32, 57, 80], "mid": [901], "prefill": [11948, 14107]}
 # rows of the shipped table: (max T, regime, T points that pick its config)
@@ -167,25 +175,27 @@ def aot(out_dir: str) -> None:
         split = int(cfg.get("G1_SPLIT_K", 1))
         if cfg.get("TMA"):
             bn2 = cfg["G2_BLOCK_N"]
+            per = bool(cfg.get("PERSIST"))
+            loc = dict(NUM_LOCAL=32, NUM_LOCAL_P2=32, PERSIST=per)
             comp(gemm_tma._gather_rows_kernel,
                  dict(a_ptr="*fp8e4nv", sorted_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",
-                      out_ptr="*fp8e4nv"),
-                 dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512), 4, 1, f"gather_bm{bm}")
+                      counts_ptr="*i32", out_ptr="*fp8e4nv"),
+                 dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc), 4, 1, f"gather_bm{bm}_p{int(per)}")
             comp(gemm_tma._gemm1_tma_kernel,
                  dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
                       w_desc=f"tensordesc<fp8e4nv[{qg},128]>", w_scale_ptr="*fp32", sorted_ptr="*i32",
-                      block_expert_ptr="*i32", block_rows_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32",
-                      T="i32", R="i32"),
+                      block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv",
+                      c_scale_ptr="*fp32", T="i32", R="i32"),
                  dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=128, FP8_MAX_C=448.0,
-                      GROUP_M=cfg["G1_GROUP"]), cfg["G1_WARPS"], cfg["G1_STAGES"],
-                 f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}")
+                      GROUP_M=cfg["G1_GROUP"], **loc), cfg["G1_WARPS"], cfg["G1_STAGES"],
+                 f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}_p{int(per)}")
             comp(gemm_tma._gemm2_tma_kernel,
                  dict(c_desc=f"tensordesc<fp8e4nv[{bm},{qg}]>", c_scale_ptr="*fp32",
                       w_desc=f"tensordesc<fp8e4nv[{bn2},{qg}]>", w_scale_ptr="*fp32",
-                      block_expert_ptr="*i32", block_rows_ptr="*i32", y_ptr="*bf16", R="i32"),
-                 dict(H=H, I=I, BLOCK_M=bm, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"]),
+                      block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
+                 dict(H=H, I=I, BLOCK_M=bm, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"], **loc),
                  cfg["G2_WARPS"], cfg["G2_STAGES"],
-                 f"g2_tma_bm{bm}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}_g{cfg['G2_GROUP']}")
+                 f"g2_tma_bm{bm}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}_g{cfg['G2_GROUP']}_p{int(per)}")
         else:
             g1 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"],
                       SCALE_BLK=128, FP8_MAX_C=448.0, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split)

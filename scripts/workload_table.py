@@ -3,7 +3,8 @@
 
     python scripts/workload_table.py DEFINITION_ALIAS OURS_LABEL summary.json [summary.json ...]
 
-Columns: workload, T, our latency (µs), floor (µs), floor / latency, then for every other
+Columns: workload, T, our latency (µs), floor (µs, from the summary that holds ours: at small T
+the floor follows the run's routing draws), floor / latency, then for every other
 candidate its latency and the ratio other / ours (> 1: ours is faster).  The last row holds the
 means over the workloads every column has.  Every number comes from the summaries.
 """
@@ -21,7 +22,8 @@ def main(alias: str, ours: str, paths) -> None:
                 continue
             for w in d["workloads"]:
                 merged.setdefault(w["uuid"], {}).update(w["latency_us"])
-                floors[w["uuid"]] = w.get("floor_us")
+                if ours in w["latency_us"]:   # the floor of OUR run (it follows that run's routing draws)
+                    floors[w["uuid"]] = w.get("floor_us")
                 axes[w["uuid"]] = w["axes"]
     others = sorted({k for row in merged.values() for k in row} - {ours})
     head = ["workload", "axes", f"{ours} µs", "floor µs", "floor / ours"]

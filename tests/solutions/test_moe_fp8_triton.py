@@ -294,6 +294,8 @@ def test_shipped_config_unchanged():
     dict(G1_SPLIT_K=4, G1_BLOCK_K=64, QG=32, BLOCK_M=16),
     dict(TMA=True, BLOCK_M=64, QG=128, G1_GROUP=8, G2_GROUP=8),   # gemm_tma.py: gather + TMA tiles
     dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64),
+    dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64, PERSIST=1),   # 4 programs stride over the tiles
+    dict(TMA=True, BLOCK_M=32, QG=128, G1_GROUP=8, G2_GROUP=8, PERSIST=2),
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1

@@ -15,6 +15,14 @@ GEMM1    (one program per (M-block, N-block of I))  as gemm._gemm1_kernel (up an
 GEMM2    (one program per (M-block, N-block of H))  as gemm._gemm2_kernel without COMBINE, with C
          [R, I] (already in sorted order) and W2 [E*H, I] tiles through TMA descriptors.
 
+Persistent tile loop (config key PERSIST = programs per SM, kernel._gemms_tma): the grids of
+gemm.py are upper bounds from shapes (MB = max_m_blocks(T)), and at prefill most of their
+programs find an unused M-block and exit (T = 14107, BLOCK_M 128: 1055 bounded M-blocks against
+about 140 used; GEMM2 then launches 59k programs for 8k tiles).  With PERSIST > 0 each kernel
+launches at most PERSIST * SMs programs, reads the used M-block count from the expert counts
+(``_used_m_blocks``) and strides over the used tiles only.  PERSIST = 0: one program per
+bounded tile, as before.
+
 The descriptors are built on the host (``triton.tools.tensor_descriptor.TensorDescriptor``), so
 no device-side allocator is needed; inside a CUDA graph capture they are baked with the
 pointers, which the caller's graph key already holds.  Padding rows of C are never written by
@@ -29,17 +37,37 @@ from .gemm import _block_rows, _swiglu_quant_store, _tile_of
 
 
 @triton.jit
-def _gather_rows_kernel(a_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr, out_ptr,
-                        H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr):
+def _used_m_blocks(counts_ptr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, BLOCK_M: tl.constexpr):
+    """The M-blocks the align kernel fills (they come first): sum over experts of
+    ceil(count / BLOCK_M), from the expert counts [NUM_LOCAL] int32."""
+    e = tl.arange(0, NUM_LOCAL_P2)
+    cnt = tl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
+    return tl.sum((cnt + BLOCK_M - 1) // BLOCK_M, axis=0)
+
+
+@triton.jit
+def _gather_rows_kernel(a_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr, counts_ptr, out_ptr,
+                        H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr,
+                        NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr):
     """out[row, h-chunk] = a[token(row), h-chunk]; zero rows past the block's valid rows.
-    Grid (MB, H / BLOCK_H); unused M-blocks exit."""
-    pid_m = tl.program_id(0)
-    pid_h = tl.program_id(1)
-    if tl.load(block_expert_ptr + pid_m) < 0:
-        return
+    Grid (programs, H / BLOCK_H): M-block pid (PERSIST = 0; unused M-blocks exit) or every used
+    M-block with the grid's stride."""
+    offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    if PERSIST:
+        used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
+        pid_m = tl.program_id(0)
+        while pid_m < used:        # (a while loop: the interpreter cannot range() over tensors)
+            _gather_block(a_ptr, sorted_ptr, block_rows_ptr, out_ptr, pid_m, offs_h, H, TOP_K, BLOCK_M)
+            pid_m += tl.num_programs(0)
+    elif tl.load(block_expert_ptr + tl.program_id(0)) >= 0:
+        _gather_block(a_ptr, sorted_ptr, block_rows_ptr, out_ptr, tl.program_id(0), offs_h, H, TOP_K, BLOCK_M)
+
+
+@triton.jit
+def _gather_block(a_ptr, sorted_ptr, block_rows_ptr, out_ptr, pid_m, offs_h,
+                  H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr):
     rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
     tok = tl.load(sorted_ptr + rows, mask=row_ok, other=0) // TOP_K
-    offs_h = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     x = tl.load(a_ptr + tok.to(tl.int64)[:, None] * H + offs_h[None, :], mask=row_ok[:, None], other=0.0)
     tl.store(out_ptr + rows.to(tl.int64)[:, None] * H + offs_h[None, :], x)
 
@@ -47,19 +75,41 @@ def _gather_rows_kernel(a_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr, out
 @triton.jit(do_not_specialize=["T", "R"])
 def _gemm1_tma_kernel(
     a_desc, a_scale_ptr, w_desc, w_scale_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr,
-    c_ptr, c_scale_ptr,
+    counts_ptr, c_ptr, c_scale_ptr,
     T, R,
     H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    GROUP_M: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
 ):
     """C = silu(A W13[e, I:]^T) * (A W13[e, :I]^T), FP8 per row per BLOCK_N columns.
     a_desc: A_sorted [R, H] fp8, block [BLOCK_M, 128]; w_desc: W13 as [E*2I, H] fp8, block
-    [BLOCK_N, 128]; a_scale [H/128, T] fp32 (read at each row's token); w_scale [E, 2I/128, H/128]."""
-    pid_m, pid_n = _tile_of(tl.program_id(0), R, I // BLOCK_N, BLOCK_M, GROUP_M)
-    expert = tl.load(block_expert_ptr + pid_m)
-    if expert < 0:
-        return
+    [BLOCK_N, 128]; a_scale [H/128, T] fp32 (read at each row's token); w_scale [E, 2I/128, H/128];
+    counts [NUM_LOCAL] int32 (the used M-blocks, PERSIST)."""
+    NUM_N: tl.constexpr = I // BLOCK_N
+    if PERSIST:
+        used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
+        tile = tl.program_id(0)
+        while tile < used * NUM_N:
+            pid_m, pid_n = _tile_of(tile, used * BLOCK_M, NUM_N, BLOCK_M, GROUP_M)
+            _gemm1_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, sorted_ptr, block_rows_ptr, c_ptr,
+                        c_scale_ptr, T, R, pid_m, pid_n, tl.load(block_expert_ptr + pid_m), H, I, TOP_K,
+                        BLOCK_M, BLOCK_N, SCALE_BLK, FP8_MAX_C)
+            tile += tl.num_programs(0)
+    else:
+        pid_m, pid_n = _tile_of(tl.program_id(0), R, NUM_N, BLOCK_M, GROUP_M)
+        expert = tl.load(block_expert_ptr + pid_m)
+        if expert >= 0:
+            _gemm1_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, sorted_ptr, block_rows_ptr, c_ptr,
+                        c_scale_ptr, T, R, pid_m, pid_n, expert, H, I, TOP_K, BLOCK_M, BLOCK_N, SCALE_BLK,
+                        FP8_MAX_C)
+
+
+@triton.jit
+def _gemm1_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, sorted_ptr, block_rows_ptr, c_ptr, c_scale_ptr,
+                T, R, pid_m, pid_n, expert,
+                H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr):
+    """One (M-block, N-block) tile of GEMM1 with its SwiGLU/FP8 epilogue."""
     rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
     tok = tl.where(row_ok, tl.load(sorted_ptr + rows, mask=row_ok, other=0) // TOP_K, 0)
     n_up = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -84,19 +134,38 @@ def _gemm1_tma_kernel(
 
 @triton.jit(do_not_specialize=["R"])
 def _gemm2_tma_kernel(
-    c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr, block_rows_ptr, y_ptr,
+    c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr, block_rows_ptr, counts_ptr, y_ptr,
     R,
     H: tl.constexpr, I: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, QG: tl.constexpr, SCALE_BLK: tl.constexpr,
-    GROUP_M: tl.constexpr,
+    GROUP_M: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
 ):
     """O = C W2[e]^T as bf16 rows of y [R, H] at the valid rows.  c_desc: C [R, I] fp8, block
     [BLOCK_M, QG]; w_desc: W2 as [E*H, I] fp8, block [BLOCK_N, QG]; c_scale [I/QG, R];
-    w_scale [E, H/128, I/128].  One dot per C quantisation group (QG columns of K)."""
-    pid_m, pid_n = _tile_of(tl.program_id(0), R, H // BLOCK_N, BLOCK_M, GROUP_M)
-    expert = tl.load(block_expert_ptr + pid_m)
-    if expert < 0:
-        return
+    w_scale [E, H/128, I/128]; counts [NUM_LOCAL] int32 (PERSIST).  One dot per C quantisation
+    group (QG columns of K)."""
+    NUM_N: tl.constexpr = H // BLOCK_N
+    if PERSIST:
+        used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
+        tile = tl.program_id(0)
+        while tile < used * NUM_N:
+            pid_m, pid_n = _tile_of(tile, used * BLOCK_M, NUM_N, BLOCK_M, GROUP_M)
+            _gemm2_tile(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
+                        tl.load(block_expert_ptr + pid_m), H, I, BLOCK_M, BLOCK_N, QG, SCALE_BLK)
+            tile += tl.num_programs(0)
+    else:
+        pid_m, pid_n = _tile_of(tl.program_id(0), R, NUM_N, BLOCK_M, GROUP_M)
+        expert = tl.load(block_expert_ptr + pid_m)
+        if expert >= 0:
+            _gemm2_tile(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
+                        expert, H, I, BLOCK_M, BLOCK_N, QG, SCALE_BLK)
+
+
+@triton.jit
+def _gemm2_tile(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n, expert,
+                H: tl.constexpr, I: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                QG: tl.constexpr, SCALE_BLK: tl.constexpr):
+    """One (M-block, N-block) tile of GEMM2, stored as bf16 rows of y."""
     rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     KB: tl.constexpr = I // SCALE_BLK

@@ -97,7 +97,7 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
     if cfg.get("TMA"):
         y = torch.empty((R, H), dtype=torch.bfloat16, device=dev)
         _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
-                   gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, y, mb, cfg)
+                   gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, y, mb, cfg)
     else:
         y = _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
                    gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, weights, output,
@@ -154,35 +154,60 @@ def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scal
     return y
 
 
+def _programs(device) -> int:
+    """Programs per PERSIST unit: the device's SM count (132 on the H200); 4 on the CPU, so the
+    interpreter tests exercise the strided tile loop."""
+    if device.type != "cuda":
+        return 4
+    n = _sm_counts.get(device.index)
+    if n is None:
+        n = _sm_counts[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return n
+
+
+_sm_counts = {}
+
+
 def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
-               gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, y, mb, cfg):
+               gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, y, mb, cfg):
     """The TMA path (gemm_tma.py, config key TMA): A gathered into expert-sorted rows, then both
-    GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16."""
+    GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16.  Config key PERSIST
+    (programs per SM, default 0): grids of at most PERSIST * SMs programs that stride over the
+    used tiles (gemm_tma.py) instead of one program per bounded tile."""
     T, H = hidden_states.shape
     I = gemm2_weights.shape[2]
+    num_local = counts.shape[0]
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
     R = mb * bm
     g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
     gather_h = _largest_divisor_tile(H, 512)
+    persist = int(cfg.get("PERSIST", 0))
+    cap = persist * _programs(hidden_states.device) if persist else None
+    common = dict(NUM_LOCAL=num_local, NUM_LOCAL_P2=triton.next_power_of_2(num_local), PERSIST=persist > 0)
+
+    def grid(tiles):
+        return (min(tiles, cap) if cap else tiles,)
+
     a_sorted = torch.empty((R, H), dtype=hidden_states.dtype, device=hidden_states.device)
-    _gather_rows_kernel[(mb, H // gather_h)](
-        hidden_states.contiguous(), sorted_pairs, block_expert, block_rows, a_sorted,
-        H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, num_warps=4, num_stages=1,
+    _gather_rows_kernel[(grid(mb)[0], H // gather_h)](
+        hidden_states.contiguous(), sorted_pairs, block_expert, block_rows, counts, a_sorted,
+        H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, **common, num_warps=4, num_stages=1,
     )
     w13 = gemm1_weights.contiguous()
     w2 = gemm2_weights.contiguous()
-    _gemm1_tma_kernel[(mb * (I // qg),)](
+    _gemm1_tma_kernel[grid(mb * (I // qg))](
         TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), hidden_states_scale.contiguous(),
         TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
-        sorted_pairs, block_expert, block_rows, c, c_scale,
+        sorted_pairs, block_expert, block_rows, counts, c, c_scale,
         T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
-        GROUP_M=cfg["G1_GROUP"], num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
+        GROUP_M=cfg["G1_GROUP"], **common, num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
-    _gemm2_tma_kernel[(mb * (H // g2_bn),)](
+    _gemm2_tma_kernel[grid(mb * (H // g2_bn))](
         TensorDescriptor.from_tensor(c, [bm, qg]), c_scale,
         TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
-        block_expert, block_rows, y, R, H=H, I=I, BLOCK_M=bm, BLOCK_N=g2_bn, QG=qg, SCALE_BLK=SCALE_BLOCK,
-        GROUP_M=cfg["G2_GROUP"], num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
+        block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm, BLOCK_N=g2_bn, QG=qg,
+        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common,
+        num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
 
