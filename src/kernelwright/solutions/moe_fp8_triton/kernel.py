@@ -15,8 +15,10 @@ only (upper bounds; surplus programs exit at once):
                                         exactly 0 for tokens without a local expert
 MB = max_m_blocks(T, E_local, BLOCK_M) (routing.py) and R = MB * BLOCK_M.
 
-With the config key TMA (mid/prefill candidate, gemm_tma.py) GEMM1 and GEMM2 load their tiles
-through TMA descriptors, after a gather of the activations into expert-sorted rows.
+With the config key TMA (mid/prefill, gemm_tma.py) GEMM1 and GEMM2 load their tiles through TMA
+descriptors, after a gather of the activations into expert-sorted rows; with PERSIST as well, the
+gather and both GEMMs launch at most PERSIST x SMs programs, which stride over the used M-blocks
+(counted on the device from the expert counts) instead of one program per bounded tile.
 
 CUDA graphs: on a CUDA device the whole call is captured once per key (the first call for a key
 runs eagerly and then captures; later calls replay).  The key holds what the capture bakes in:
@@ -37,8 +39,8 @@ from .routing import TOP_K, align, route
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
 # (max T, config), first match wins: the fastest correct variant per T range, measured by
 # scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5 above: the TMA
-# path, BLOCK_M 64 up to T = 2048 and 128 beyond).  QG = GEMM1's BLOCK_N (one C quantisation
-# group per tile row) = the K width of each GEMM2 dot.
+# path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond).  QG = GEMM1's
+# BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (1, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=32, G1_BLOCK_K=128, G1_WARPS=4, G1_STAGES=8,
              G1_GROUP=1, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=6, G2_GROUP=1,
@@ -51,7 +53,7 @@ _CONFIGS = (
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True)),
     (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
                 G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True)),
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1)),
 )
 # CONFIGS-END
 
