@@ -458,14 +458,16 @@ def test_gpu_graph_cache_replays_current_contents(T):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("persist", [0, 1])
 @pytest.mark.parametrize("T", [57, 901, 4096])
-def test_gpu_tma_path(T):
-    """The TMA GEMMs (gemm_tma.py) at contest sizes through the graph path: against the
-    reference, and against the pointer-load GEMMs of the same tiles."""
+def test_gpu_tma_path(T, persist):
+    """The TMA GEMMs (gemm_tma.py) at contest sizes through the graph path, with one program per
+    bounded tile and with the persistent tile loop: against the reference, and against the
+    pointer-load GEMMs of the same tiles."""
     inputs = _inputs(T, 32, seed=80 + T, name=DEF_NAME, device="cuda")
     base = dict(K.config_for(max(T, 901)), BLOCK_M=64, QG=128, G1_GROUP=8, G2_GROUP=8, COMBINE=False)
     K._graphs.clear()
-    out = _call(inputs, config=dict(base, TMA=True))
+    out = _call(inputs, config=dict(base, TMA=True, PERSIST=persist))
     _check(inputs, out, qg=128, emulate=False)
     pointer = _call(inputs, config=dict(base, TMA=False), graph=False)
     assert (out.float() - pointer.float()).abs().max() <= 0.02 * pointer.float().abs().max() + 1e-3
