@@ -179,3 +179,32 @@ def test_native_thread_names_sees_a_new_thread():
     finally:
         stop.set()
         t.join()
+
+
+def test_call_threads_count_only_threads_started_during_calls(monkeypatch):
+    """BACKGROUND_THREAD counts the native threads the solution's calls started that are still
+    alive: a thread the worker starts between calls is not the solution's, and ended threads
+    drop out (worker.Harness._note_call_threads)."""
+    from types import SimpleNamespace
+
+    from kernelwright.gate import worker
+
+    live = {1: "python3", 2: "cuda-EvtHandlr"}
+    monkeypatch.setattr(worker.guards, "native_thread_names", lambda: dict(live))
+    h = SimpleNamespace(call_threads={})
+    note = worker.Harness._note_call_threads
+
+    live[3] = "python3"                      # started by the gate between calls
+    before = dict(live)
+    live[4] = "solution-a"                   # started during the call
+    note(h, before)
+    assert h.call_threads == {4: "solution-a"}
+    before = dict(live)
+    live[5] = "solution-b"
+    live[6] = "solution-c"
+    del live[4]                              # ended since
+    note(h, before)
+    assert h.call_threads == {5: "solution-b", 6: "solution-c"}
+    before = dict(live)
+    note(h, before)                          # a call that starts nothing keeps the live ones
+    assert sorted(h.call_threads) == [5, 6]

@@ -503,12 +503,16 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             return _failed(ctx, run, reply, gate), None
         if first_call_threads is None:
             first_call_threads = reply.get("threads", -1)
-        if cfg.guards and (reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or (
-                load_threads >= 0 and reply.get("threads", -1) - load_threads > 2)):
+        # native threads: those the solution's calls started and that are still alive, beyond two
+        # (a library's lazily started helpers, e.g. cuda-EvtHandlr); threads the worker starts
+        # between calls are the gate's own (an honest MoE solution was once rejected for three)
+        call_threads = reply.get("call_threads") or []
+        if cfg.guards and (reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or len(call_threads) > 2):
             return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                              f"threads still running after the call: {reply.get('threads')} native "
-                             f"(at load {load_threads}), {reply.get('py_threads')} Python; started since the "
-                             f"import: {reply.get('new_threads') or '?'}", gate), None
+                             f"(at load {load_threads}), {reply.get('py_threads')} Python; started by the "
+                             f"solution's calls: {call_threads}; "
+                             f"since the import: {reply.get('new_threads') or '?'}", gate), None
         changed = _inputs_unchanged(ctx, sets[0]["inputs"], trial)
         if changed:
             return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate), None

@@ -200,6 +200,7 @@ class Harness:
         self._previous_returned: List[torch.Tensor] = []
         self.python_threads_at_load = threading.active_count()
         self.threads_at_load: Dict[int, str] = {}     # tid -> name once the solution is imported
+        self.call_threads: Dict[int, str] = {}        # tid -> name: started during a solution call
 
     # -- protocol --------------------------------------------------------------------------
     def serve(self) -> None:
@@ -344,6 +345,15 @@ class Harness:
         self.last_specs: Dict[int, Any] = {}
         return {"ok": True, "sets": self.sets, "samples": self.samples}
 
+    def _note_call_threads(self, before: Dict[int, str]) -> None:
+        """Remember the native threads started during a solution call ({tid: name} snapshot
+        ``before`` it) and forget those that have ended: ``call_threads`` holds the threads the
+        solution's calls started that are still alive.  Threads this process starts between calls
+        (the gate's own input generation and exchanges) are not the solution's."""
+        now = guards.native_thread_names()
+        self.call_threads.update({tid: name for tid, name in now.items() if tid not in before})
+        self.call_threads = {tid: name for tid, name in self.call_threads.items() if tid in now}
+
     def _new_thread_names(self, limit: int = 8) -> List[str]:
         """Names of the threads started since the solution was imported (for the BACKGROUND_THREAD
         message: which library or code started them)."""
@@ -435,17 +445,19 @@ class Harness:
         host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
         before = self.launches.total
         self.launches.ablate = bool(msg.get("ablate")) and self.count_launches
+        threads_before = guards.native_thread_names()
         try:
             self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
         finally:
             self.launches.ablate = False
         launched = self.launches.total - before
         self.prims.sync()
+        self._note_call_threads(threads_before)
         if msg.get("churn"):
             del churn
         self.last_specs.pop(set_index, None)   # the parent filled this set itself
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
-                "new_threads": self._new_thread_names(),
+                "new_threads": self._new_thread_names(), "call_threads": sorted(self.call_threads.values()),
                 "py_threads": threading.active_count(), "launches": launched if self.count_launches else None,
                 "host_ops": host_ops or {}, "l2_limit": self._l2_limit()}
 
