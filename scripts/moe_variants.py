@@ -120,6 +120,14 @@ VARIANTS = {
     "t2p2": ("mid", dict(VARIANTS_T2, PERSIST=2)),
     "t12p1": ("prefill", dict(VARIANTS_T12, PERSIST=1)),
     "t12p2": ("prefill", dict(VARIANTS_T12, PERSIST=2)),
+    # the decode entries with persistent GEMMs (at T = 57 the bounded grids launch 1856 GEMM1 and
+    # 6496 GEMM2 programs for about 576 and 2016 used tiles)
+    # (GEMM1 d2: 111 KB of shared memory, 2 programs per SM; d8: 72 KB, 3; GEMM2: 31 KB, up to 7)
+    "d2p2": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, PERSIST=2)),
+    "d2p2g6": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, PERSIST=2, G2_PERSIST=6)),
+    "d8p3": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3)),
+    "d8p3g6": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3,
+                              G2_PERSIST=6)),
 }
 REGIME_TS = {"decode": [1, 7, 16, 32, 57, 80], "mid": [901], "prefill": [11948, 14107]}
 # rows of the shipped table: (max T, regime, T points that pick its config)
@@ -197,15 +205,17 @@ def aot(out_dir: str) -> None:
                  cfg["G2_WARPS"], cfg["G2_STAGES"],
                  f"g2_tma_bm{bm}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}_g{cfg['G2_GROUP']}_p{int(per)}")
         else:
+            per = bool(cfg.get("PERSIST"))
+            loc = dict(NUM_LOCAL=32, NUM_LOCAL_P2=32, PERSIST=per)
             g1 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"],
-                      SCALE_BLK=128, FP8_MAX_C=448.0, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split)
+                      SCALE_BLK=128, FP8_MAX_C=448.0, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split, **loc)
             comp(gemm._gemm1_kernel,
                  dict(a_ptr="*fp8e4nv", a_scale_ptr="*fp32", w_ptr="*fp8e4nv", w_scale_ptr="*fp32",
                       sorted_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",
-                      c_ptr="*fp8e4nv", c_scale_ptr="*fp32", part_ptr="*fp32", T="i32", R="i32"),
+                      c_ptr="*fp8e4nv", c_scale_ptr="*fp32", part_ptr="*fp32", counts_ptr="*i32", T="i32", R="i32"),
                  g1, cfg["G1_WARPS"], cfg["G1_STAGES"],
                  f"g1_bm{bm}_n{qg}_k{cfg['G1_BLOCK_K']}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}"
-                 f"_sk{split}")
+                 f"_sk{split}_p{int(per)}")
             if split > 1:
                 comp(gemm._gemm1_splitk_epilogue,
                      dict(part_ptr="*fp32", block_expert_ptr="*i32", block_rows_ptr="*i32",
@@ -213,17 +223,17 @@ def aot(out_dir: str) -> None:
                      dict(I=I, BLOCK_M=bm, BLOCK_N=qg, SPLIT_K=split, FP8_MAX_C=448.0), 4, 1,
                      f"g1epi_bm{bm}_n{qg}_sk{split}")
         comb = bool(cfg["COMBINE"])
-        g2 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=cfg["G2_BLOCK_N"], BLOCK_K=cfg["G2_BLOCK_K"],
-                  QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"], COMBINE=comb)
         if not cfg.get("TMA"):
+            g2 = dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=cfg["G2_BLOCK_N"], BLOCK_K=cfg["G2_BLOCK_K"],
+                      QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"], COMBINE=comb, **loc)
             comp(gemm._gemm2_kernel,
                  dict(c_ptr="*fp8e4nv", c_scale_ptr="*fp32", w_ptr="*fp8e4nv", w_scale_ptr="*fp32",
                       block_expert_ptr="*i32", block_rows_ptr="*i32",
                       y_ptr="*fp8e4nv" if comb else "*bf16", sorted_ptr="*i32", weights_ptr="*fp32",
-                      out_ptr="*bf16", R="i32"),
+                      out_ptr="*bf16", counts_ptr="*i32", R="i32"),
                  g2, cfg["G2_WARPS"], cfg["G2_STAGES"],
                  f"g2_bm{bm}_n{cfg['G2_BLOCK_N']}_k{cfg['G2_BLOCK_K']}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}"
-                 f"_g{cfg['G2_GROUP']}_c{int(comb)}")
+                 f"_g{cfg['G2_GROUP']}_c{int(comb)}_p{int(per)}")
         comp(routing._routing_kernel,
              dict(logits_ptr="*fp32", bias_ptr="*bf16", ids_ptr="*i32", weights_ptr="*fp32",
                   slots_ptr="*i32", counts_ptr="*i32", out_ptr="*bf16" if comb else "*i32",

@@ -296,6 +296,9 @@ def test_shipped_config_unchanged():
     dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64),
     dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64, PERSIST=1),   # 4 programs stride over the tiles
     dict(TMA=True, BLOCK_M=32, QG=128, G1_GROUP=8, G2_GROUP=8, PERSIST=2),
+    dict(PERSIST=1),                                     # pointer GEMMs striding over the used tiles
+    dict(PERSIST=2, G1_SPLIT_K=2, G1_BLOCK_K=128, G1_GROUP=4, G2_GROUP=4),
+    dict(PERSIST=1, G2_PERSIST=3),                       # GEMM2 with its own programs per SM
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1

@@ -49,6 +49,16 @@ def _block_rows(pid_m, block_rows_ptr, BLOCK_M: tl.constexpr):
 
 
 @triton.jit
+def _used_m_blocks(counts_ptr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, BLOCK_M: tl.constexpr):
+    """The M-blocks the align kernel fills (they come first): sum over experts of
+    ceil(count / BLOCK_M), from the expert counts [NUM_LOCAL] int32.  Persistent kernels
+    (PERSIST) stride over these blocks' tiles only."""
+    e = tl.arange(0, NUM_LOCAL_P2)
+    cnt = tl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
+    return tl.sum((cnt + BLOCK_M - 1) // BLOCK_M, axis=0)
+
+
+@triton.jit
 def _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr,
                         I: tl.constexpr, FP8_MAX_C: tl.constexpr):
     """GEMM1's epilogue: C = silu(gate) * up (the SECOND half is the gate), re-quantised to FP8
@@ -71,23 +81,46 @@ def _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_sca
 @triton.jit(do_not_specialize=["T", "R"])
 def _gemm1_kernel(
     a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_expert_ptr, block_rows_ptr,
-    c_ptr, c_scale_ptr, part_ptr,
+    c_ptr, c_scale_ptr, part_ptr, counts_ptr,
     T, R,
     H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr, GROUP_M: tl.constexpr,
-    SPLIT_K: tl.constexpr,
+    SPLIT_K: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
 ):
     """SPLIT_K = 1: the whole K loop and the SwiGLU/FP8 epilogue.  SPLIT_K > 1 (decode, when one
-    or two active experts cannot fill the SMs): program pid*SPLIT_K + j runs the j-th 1/SPLIT_K of
-    H and stores its fp32 up/gate partials to part [SPLIT_K, R, 2I]; _gemm1_splitk_epilogue sums
-    them in a fixed order (deterministic) and applies the same epilogue."""
-    pid = tl.program_id(0)
-    pid_k = pid % SPLIT_K                 # K slices of one tile are adjacent programs (A in L2)
-    pid_m, pid_n = _tile_of(pid // SPLIT_K, R, I // BLOCK_N, BLOCK_M, GROUP_M)
-    expert = tl.load(block_expert_ptr + pid_m)
-    if expert < 0:
-        return
+    or two active experts cannot fill the SMs): work item tile*SPLIT_K + j runs the j-th 1/SPLIT_K
+    of H and stores its fp32 up/gate partials to part [SPLIT_K, R, 2I]; _gemm1_splitk_epilogue
+    sums them in a fixed order (deterministic) and applies the same epilogue.  PERSIST = False:
+    one program per bounded work item (unused M-blocks exit); True: the programs stride over the
+    used M-blocks' work items (counts [NUM_LOCAL] int32)."""
+    NUM_N: tl.constexpr = I // BLOCK_N
+    if PERSIST:
+        used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
+        item = tl.program_id(0)
+        while item < used * NUM_N * SPLIT_K:     # (a while loop: the interpreter cannot range() over tensors)
+            pid_m, pid_n = _tile_of(item // SPLIT_K, used * BLOCK_M, NUM_N, BLOCK_M, GROUP_M)
+            _gemm1_tile(a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_rows_ptr, c_ptr, c_scale_ptr,
+                        part_ptr, T, R, pid_m, pid_n, item % SPLIT_K, tl.load(block_expert_ptr + pid_m),
+                        H, I, TOP_K, BLOCK_M, BLOCK_N, BLOCK_K, SCALE_BLK, FP8_MAX_C, SPLIT_K)
+            item += tl.num_programs(0)
+    else:
+        pid = tl.program_id(0)
+        pid_m, pid_n = _tile_of(pid // SPLIT_K, R, NUM_N, BLOCK_M, GROUP_M)
+        expert = tl.load(block_expert_ptr + pid_m)
+        if expert >= 0:                 # K slices of one tile are adjacent programs (A in L2)
+            _gemm1_tile(a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_rows_ptr, c_ptr, c_scale_ptr,
+                        part_ptr, T, R, pid_m, pid_n, pid % SPLIT_K, expert,
+                        H, I, TOP_K, BLOCK_M, BLOCK_N, BLOCK_K, SCALE_BLK, FP8_MAX_C, SPLIT_K)
+
+
+@triton.jit
+def _gemm1_tile(a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_rows_ptr, c_ptr, c_scale_ptr,
+                part_ptr, T, R, pid_m, pid_n, pid_k, expert,
+                H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SCALE_BLK: tl.constexpr,
+                FP8_MAX_C: tl.constexpr, SPLIT_K: tl.constexpr):
+    """K slice pid_k of the (M-block, N-block) tile: the dots, then the epilogue or the partials."""
     rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)     # padded rows of this block
 
     offs_n = tl.arange(0, BLOCK_N)
@@ -169,20 +202,43 @@ def _gemm1_splitk_epilogue(
 def _gemm2_kernel(
     c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr, y_ptr,
     sorted_ptr, weights_ptr, out_ptr,
-    R,
+    counts_ptr, R,
     H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, QG: tl.constexpr,
     SCALE_BLK: tl.constexpr, GROUP_M: tl.constexpr, COMBINE: tl.constexpr,
+    NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
 ):
     """O = C W2[e]^T.  BLOCK_K is a multiple of QG (GEMM1's BLOCK_N, the C quantisation
     group): each K step runs BLOCK_K/QG dots, one C scale each.
     COMBINE = False: O -> bf16 rows of y at the padded rows (the reduce kernel sums them).
     COMBINE = True: the top-k reduction fused here: out[token] += w[pair] * O with bf16
-    atomics (out zeroed by the routing kernel); y is unused."""
-    pid_m, pid_n = _tile_of(tl.program_id(0), R, H // BLOCK_N, BLOCK_M, GROUP_M)
-    expert = tl.load(block_expert_ptr + pid_m)
-    if expert < 0:
-        return
+    atomics (out zeroed by the routing kernel); y is unused.  PERSIST as in _gemm1_kernel."""
+    NUM_N: tl.constexpr = H // BLOCK_N
+    if PERSIST:
+        used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
+        tile = tl.program_id(0)
+        while tile < used * NUM_N:
+            pid_m, pid_n = _tile_of(tile, used * BLOCK_M, NUM_N, BLOCK_M, GROUP_M)
+            _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, sorted_ptr, weights_ptr,
+                        out_ptr, R, pid_m, pid_n, tl.load(block_expert_ptr + pid_m),
+                        H, I, TOP_K, BLOCK_M, BLOCK_N, BLOCK_K, QG, SCALE_BLK, COMBINE)
+            tile += tl.num_programs(0)
+    else:
+        pid_m, pid_n = _tile_of(tl.program_id(0), R, NUM_N, BLOCK_M, GROUP_M)
+        expert = tl.load(block_expert_ptr + pid_m)
+        if expert >= 0:
+            _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, sorted_ptr, weights_ptr,
+                        out_ptr, R, pid_m, pid_n, expert, H, I, TOP_K, BLOCK_M, BLOCK_N, BLOCK_K, QG,
+                        SCALE_BLK, COMBINE)
+
+
+@triton.jit
+def _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, sorted_ptr, weights_ptr,
+                out_ptr, R, pid_m, pid_n, expert,
+                H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, QG: tl.constexpr, SCALE_BLK: tl.constexpr,
+                COMBINE: tl.constexpr):
+    """One (M-block, N-block) tile of GEMM2: bf16 rows of y, or (COMBINE) the weighted atomics."""
     rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
     offs_k = tl.arange(0, QG)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)

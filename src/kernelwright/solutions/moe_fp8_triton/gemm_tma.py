@@ -33,16 +33,7 @@ valid rows.
 import triton
 import triton.language as tl
 
-from .gemm import _block_rows, _swiglu_quant_store, _tile_of
-
-
-@triton.jit
-def _used_m_blocks(counts_ptr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, BLOCK_M: tl.constexpr):
-    """The M-blocks the align kernel fills (they come first): sum over experts of
-    ceil(count / BLOCK_M), from the expert counts [NUM_LOCAL] int32."""
-    e = tl.arange(0, NUM_LOCAL_P2)
-    cnt = tl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
-    return tl.sum((cnt + BLOCK_M - 1) // BLOCK_M, axis=0)
+from .gemm import _block_rows, _swiglu_quant_store, _tile_of, _used_m_blocks
 
 
 @triton.jit

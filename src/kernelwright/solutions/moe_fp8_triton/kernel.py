@@ -44,10 +44,10 @@ from .routing import TOP_K, align, route
 _CONFIGS = (
     (1, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=32, G1_BLOCK_K=128, G1_WARPS=4, G1_STAGES=8,
              G1_GROUP=1, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=6, G2_GROUP=1,
-             COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
+             COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, PERSIST=3, G2_PERSIST=6)),
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
                G1_STAGES=4, G1_GROUP=1, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
-               G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
+               G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, PERSIST=2, G2_PERSIST=6)),
     (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
                 G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True)),
@@ -102,8 +102,8 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
                    gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, y, mb, cfg)
     else:
         y = _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
-                   gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, weights, output,
-                   mb, cfg)
+                   gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, weights,
+                   output, mb, cfg)
     if combine:
         return
 
@@ -116,9 +116,11 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
 
 
 def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
-           gemm2_weights_scale, sorted_pairs, block_expert, block_rows, c, c_scale, weights, output, mb, cfg):
+           gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, weights, output,
+           mb, cfg):
     """GEMM1 (+ its split-K epilogue) and GEMM2 with pointer loads (gemm.py); returns y [R, H]
-    bf16 (or C itself, unused, when COMBINE adds GEMM2's rows into the output)."""
+    bf16 (or C itself, unused, when COMBINE adds GEMM2's rows into the output).  PERSIST as in
+    _gemms_tma."""
     T, H = hidden_states.shape
     I = gemm2_weights.shape[2]
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
@@ -130,12 +132,13 @@ def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scal
     split = cfg["G1_SPLIT_K"]
     # fp32 up/gate partials of each K slice (only with split-K; else a placeholder pointer)
     part = torch.empty((split, R, 2 * I), dtype=torch.float32, device=dev) if split > 1 else c_scale
-    _gemm1_kernel[(mb * (I // qg) * split,)](
+    grid, common = _persistent_grid(cfg, counts, dev)
+    _gemm1_kernel[grid(mb * (I // qg) * split)](
         hidden_states.contiguous(), hidden_states_scale.contiguous(), gemm1_weights.contiguous(),
-        gemm1_weights_scale.contiguous(), sorted_pairs, block_expert, block_rows, c, c_scale, part,
+        gemm1_weights_scale.contiguous(), sorted_pairs, block_expert, block_rows, c, c_scale, part, counts,
         T, R, H=H, I=I, TOP_K=TOP_K,
         BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"], SCALE_BLK=SCALE_BLOCK,
-        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split,
+        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split, **common,
         num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
     if split > 1:
@@ -145,12 +148,13 @@ def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scal
         )
 
     y = c if combine else torch.empty((R, H), dtype=torch.bfloat16, device=dev)
-    _gemm2_kernel[(mb * (H // g2_bn),)](
+    grid2, common2 = _persistent_grid(cfg, counts, dev, "G2_PERSIST")
+    _gemm2_kernel[grid2(mb * (H // g2_bn))](
         c, c_scale, gemm2_weights.contiguous(), gemm2_weights_scale.contiguous(),
-        block_expert, block_rows, y, sorted_pairs, weights, output,
+        block_expert, block_rows, y, sorted_pairs, weights, output, counts,
         R, H=H, I=I, TOP_K=TOP_K,
         BLOCK_M=bm, BLOCK_N=g2_bn, BLOCK_K=g2_bk, QG=qg, SCALE_BLK=SCALE_BLOCK,
-        GROUP_M=cfg["G2_GROUP"], COMBINE=combine,
+        GROUP_M=cfg["G2_GROUP"], COMBINE=combine, **common2,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
     return y
@@ -170,6 +174,20 @@ def _programs(device) -> int:
 _sm_counts = {}
 
 
+def _persistent_grid(cfg, counts, device, key="PERSIST"):
+    """(grid(work items) -> launch grid, the kernels' PERSIST constexprs) for config key ``key``:
+    PERSIST (programs per SM; 0 or absent: one program per bounded work item), or G2_PERSIST for
+    GEMM2 (default: PERSIST; GEMM2's tiles need less shared memory, so more of them fit per SM)."""
+    persist = int(cfg.get(key, cfg.get("PERSIST", 0)))
+    cap = persist * _programs(device) if persist else None
+    num_local = counts.shape[0]
+
+    def grid(items):
+        return (min(items, cap) if cap else items,)
+
+    return grid, dict(NUM_LOCAL=num_local, NUM_LOCAL_P2=triton.next_power_of_2(num_local), PERSIST=persist > 0)
+
+
 def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
                gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, y, mb, cfg):
     """The TMA path (gemm_tma.py, config key TMA): A gathered into expert-sorted rows, then both
@@ -178,18 +196,11 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     used tiles (gemm_tma.py) instead of one program per bounded tile."""
     T, H = hidden_states.shape
     I = gemm2_weights.shape[2]
-    num_local = counts.shape[0]
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
     R = mb * bm
     g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
     gather_h = _largest_divisor_tile(H, 512)
-    persist = int(cfg.get("PERSIST", 0))
-    cap = persist * _programs(hidden_states.device) if persist else None
-    common = dict(NUM_LOCAL=num_local, NUM_LOCAL_P2=triton.next_power_of_2(num_local), PERSIST=persist > 0)
-
-    def grid(tiles):
-        return (min(tiles, cap) if cap else tiles,)
-
+    grid, common = _persistent_grid(cfg, counts, hidden_states.device)
     a_sorted = torch.empty((R, H), dtype=hidden_states.dtype, device=hidden_states.device)
     _gather_rows_kernel[(grid(mb)[0], H // gather_h)](
         hidden_states.contiguous(), sorted_pairs, block_expert, block_rows, counts, a_sorted,
@@ -204,11 +215,12 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
         GROUP_M=cfg["G1_GROUP"], **common, num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
-    _gemm2_tma_kernel[grid(mb * (H // g2_bn))](
+    grid2, common2 = _persistent_grid(cfg, counts, hidden_states.device, "G2_PERSIST")
+    _gemm2_tma_kernel[grid2(mb * (H // g2_bn))](
         TensorDescriptor.from_tensor(c, [bm, qg]), c_scale,
         TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
         block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm, BLOCK_N=g2_bn, QG=qg,
-        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common,
+        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
