@@ -504,10 +504,14 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
         if first_call_threads is None:
             first_call_threads = reply.get("threads", -1)
         # native threads: those the solution's calls started and that are still alive, beyond two
-        # (a library's lazily started helpers, e.g. cuda-EvtHandlr); threads the worker starts
-        # between calls are the gate's own (an honest MoE solution was once rejected for three)
+        # (a library's lazily started helpers, e.g. cuda-EvtHandlr), and every thread alive since
+        # the import beyond eight: the worker itself starts a few between calls (an honest MoE
+        # solution was once rejected for three), and a thread a call started can start more after
+        # the call returns (red-team case native_thread_trampoline)
         call_threads = reply.get("call_threads") or []
-        if cfg.guards and (reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or len(call_threads) > 2):
+        since_load = reply.get("threads", -1) - load_threads if load_threads >= 0 else 0
+        if cfg.guards and (reply.get("py_threads", 0) > load.get("py_threads", 1 << 30)
+                           or len(call_threads) > 2 or since_load > 8):
             return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                              f"threads still running after the call: {reply.get('threads')} native "
                              f"(at load {load_threads}), {reply.get('py_threads')} Python; started by the "
@@ -603,7 +607,8 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                         return _rejected(ctx, run, guards.INPUT_MUTATED,
                                          f"input {name!r} was modified during the timed iterations", gate), None
             if reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or (
-                    reply["threads_after"] > reply["threads_before"] >= 0):
+                    reply["threads_after"] > reply["threads_before"] >= 0) or (
+                    load_threads >= 0 and reply["threads_after"] - load_threads > 8):
                 return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                                  f"threads: at load {load_threads}, after the first call {first_call_threads}, "
                                  f"timed loop {reply['threads_before']} -> {reply['threads_after']}", gate), None

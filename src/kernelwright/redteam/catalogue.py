@@ -92,6 +92,8 @@ CASES: List[Case] = [
     Case("thread_pool_at_import", "thread started at import", "demo", _r("BACKGROUND_THREAD"), "H9"),
     Case("native_threads", "native threads started in the call (pthreads through ctypes)", "demo",
          _r("BACKGROUND_THREAD"), "H9"),
+    Case("native_thread_trampoline", "a call's native thread starts nine more after the call returns", "demo",
+         _r("BACKGROUND_THREAD"), "H9"),
     Case("child_process", "child process", "demo", _r("CHILD_PROCESS"), "H9"),
     # timer, harness, files
     Case("patch_timer", "patches the timer", "demo", _r("TIMER_TAMPERED"), "H11", min_latency_ms=19.0,
