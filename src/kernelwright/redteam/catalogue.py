@@ -11,7 +11,7 @@ Hack numbers (H1..H26) refer to /work/shared/notes/reward-hacks.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
