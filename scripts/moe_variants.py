@@ -122,6 +122,11 @@ VARIANTS = {
     "t12p2": ("prefill", dict(VARIANTS_T12, PERSIST=2)),
     # the decode entries with persistent GEMMs (at T = 57 the bounded grids launch 1856 GEMM1 and
     # 6496 GEMM2 programs for about 576 and 2016 used tiles)
+    # the reduce at prefill (162 µs at T = 14107 in the v5 record, 58 % of HBM speed): more tokens and
+    # columns per program (not measured yet)
+    "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
+    "t12p1r2": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=2, RED_BH=2048, RED_WARPS=8)),
+    "t12p1r3": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4, RED_BH=512, RED_WARPS=4)),
     # (GEMM1 d2: 111 KB of shared memory, 2 programs per SM; d8: 72 KB, 3; GEMM2: 31 KB, up to 7)
     "d2p2": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, PERSIST=2)),
     "d2p2g6": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, PERSIST=2, G2_PERSIST=6)),
