@@ -61,6 +61,9 @@ for stage in "$@"; do
       cp "$OUT/launch_overhead.json" /tmp/records/ 2>/dev/null;;
     cluster) # multi-GPU kinds only: pool throughput with 1 and 2 GPUs and cross-GPU agreement
       timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
+    gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (scripts/gluon_blockscale_probe.py)
+      mkdir -p /tmp/records
+      timeout ${GP_TIMEOUT:-240} python3 scripts/gluon_blockscale_probe.py 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -20;;
     pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
     *) echo "unknown stage $stage";;
   esac

@@ -1,0 +1,261 @@
+"""Can a block-scaled FP8 GEMM keep the next wgmma in flight while it promotes the previous one?
+(Prototype for the MoE prefill GEMMs, docs/kernels/moe.md v5 "Next"; not used by any solution.)
+
+Triton 3.6 compiles ``acc += tl.dot(a, b) * scale`` to ``wgmma.wait_group 0`` after every 128-K
+block, so the tensor cores idle while the fp32 promotion runs.  This Gluon kernel issues the MMA of
+K block k (a fresh product, ``use_acc=False``), then waits with ONE group still outstanding
+(``warpgroup_mma_wait(num_outstanding=1)``) for the product of block k-1 and promotes that one:
+
+    prod[k]   = A[:, kK:(k+1)K] @ B[:, kK:(k+1)K]^T          (async wgmma, FP8 -> fp32)
+    acc      += prod[k-1] * (a_scale[:, k-1] x b_scale[k-1])   (while prod[k] runs)
+
+Operands: A [M, K] fp8 e4m3 with 1x128 scales a_scale [K/128, M] fp32 (transposed, as the MoE's
+activation scales); B [N, K] fp8 e4m3 with 128x128 block scales b_scale [N/128, K/128] fp32;
+C [M, N] bf16.  Tiles BLOCK_M x BLOCK_N with BLOCK_N = 128 (one B scale per K block), BLOCK_K = 128,
+NUM_STAGES shared-memory stages filled by TMA with one mbarrier each; K / 128 must be even.
+
+State (2026-11-29, CPU compile only, never run on a GPU): for K = 2048 the Gluon kernel compiles
+for sm_90a with 15 `wgmma.wait_group 1` and one final `wait_group 0` (234 registers, no spills,
+131 KB of shared memory; the Triton tile: one `wait_group 0` per K block, 154 registers), and
+ptxas reports no serialisation.  Two things were needed: (1) two product registers used in turn,
+each MMA writing over its own dead previous product -- a version that copied the in-flight
+product (`prev = cur`) got a wait injected by ptxas (C7517); (2) an unrolled K loop (K constexpr)
+-- with a runtime loop the product in flight across the back edge made ptxas serialise every
+wgmma (C7514: "non wgmma instructions reading accumulator registers ... between start and end of
+the pipeline stage").  Correctness and speed are for the GPU run below.
+
+    python scripts/gluon_blockscale_probe.py --aot        # CPU: sm_90a compile, registers, waits
+    python scripts/gluon_blockscale_probe.py               # GPU: correctness vs torch, then timing
+                                                           # against the same tile in plain Triton
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+SCALE_BLK = 128
+
+
+@gluon.jit
+def _issue(a_bufs, b_bufs, ready, k, prod, NUM_STAGES: gl.constexpr):
+    """Wait for K block k's tiles and start its MMA into ``prod`` (whose old value is dead)."""
+    s = k % NUM_STAGES
+    mbarrier.wait(ready.index(s), phase=(k // NUM_STAGES) & 1)
+    return warpgroup_mma(a_bufs.index(s), b_bufs.index(s).permute((1, 0)), prod, use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _promote(acc, prod, a_scale_ptr, b_scales, rows, row_ok, M, k):
+    """acc += prod * (a_scale[k, rows] x b_scale[k]): the fp32 promotion of K block k."""
+    a_s = gl.load(a_scale_ptr + k * M + rows, mask=row_ok, other=0.0)
+    return acc + prod * (a_s * gl.load(b_scales + k))[:, None]
+
+
+@gluon.jit
+def _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes: gl.constexpr,
+            NUM_STAGES: gl.constexpr):
+    """K block k's MMA has finished: load block k + NUM_STAGES into its stage."""
+    nxt = k + NUM_STAGES
+    if nxt < KB:
+        s = k % NUM_STAGES
+        mbarrier.expect(ready.index(s), nbytes)
+        tma.async_copy_global_to_shared(a_desc, [off_m, nxt * 128], ready.index(s), a_bufs.index(s))
+        tma.async_copy_global_to_shared(b_desc, [off_n, nxt * 128], ready.index(s), b_bufs.index(s))
+
+
+@gluon.jit
+def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K: gl.constexpr,
+                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
+                          num_warps: gl.constexpr):
+    BLOCK_K: gl.constexpr = 128
+    pid_m = gl.program_id(0)
+    pid_n = gl.program_id(1)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    KB: gl.constexpr = K // BLOCK_K
+
+    # 2 warpgroups stacked along M: each owns 64 rows x BLOCK_N columns of every product
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 32])
+    row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
+
+    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(b_desc.dtype, [NUM_STAGES] + b_desc.block_type.shape, b_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+
+    # prologue: fill every stage
+    for i in gl.static_range(NUM_STAGES):
+        if i < KB:
+            mbarrier.expect(ready.index(i), nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, i * BLOCK_K], ready.index(i), a_bufs.index(i))
+            tma.async_copy_global_to_shared(b_desc, [off_n, i * BLOCK_K], ready.index(i), b_bufs.index(i))
+
+    rows = off_m + gl.arange(0, BLOCK_M, layout=row_layout)
+    row_ok = rows < M
+    b_scales = b_scale_ptr + pid_n * KB
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+    # two product registers, used in turn, each MMA writing over its own dead previous product
+    # (use_acc=False): no register copy of an in-flight product, which would make ptxas serialise
+    p0 = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+    p1 = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+
+    mbarrier.wait(ready.index(0), phase=0)
+    p0 = warpgroup_mma(a_bufs.index(0), b_bufs.index(0).permute((1, 0)), p0, use_acc=False, is_async=True)
+    # K blocks in pairs (k, k+1) after block 0; KB is even (H = 7168 and I = 2048 give 56 and 16).
+    # The loop is unrolled (K is constexpr): with a runtime loop the product in flight across the
+    # back edge makes ptxas serialise every wgmma (C7514); unrolled, it keeps one in flight.
+    for k in gl.static_range(1, KB - 1, 2):
+        p1 = _issue(a_bufs, b_bufs, ready, k, p1, NUM_STAGES)
+        p0 = warpgroup_mma_wait(num_outstanding=1, deps=(p0,))
+        acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, k - 1)
+        _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
+        p0 = _issue(a_bufs, b_bufs, ready, k + 1, p0, NUM_STAGES)
+        p1 = warpgroup_mma_wait(num_outstanding=1, deps=(p1,))
+        acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, k)
+        _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes, NUM_STAGES)
+    p1 = _issue(a_bufs, b_bufs, ready, KB - 1, p1, NUM_STAGES)
+    p0 = warpgroup_mma_wait(num_outstanding=1, deps=(p0,))
+    acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, KB - 2)
+    p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
+    acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, KB - 1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.invalidate(ready.index(i))
+
+    cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+    c_ptrs = c_ptr + rows.to(gl.int64)[:, None] * N + cols[None, :]
+    gl.store(c_ptrs, acc.to(gl.bfloat16), mask=row_ok[:, None] & (cols < N)[None, :])
+    fence_async_shared()
+
+
+@triton.jit
+def blockscale_gemm_triton(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The same tile as our MoE GEMM2 writes it (the reference for the comparison)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    KB = K // 128
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, KB):
+        a = a_desc.load([pid_m * BLOCK_M, k * 128])
+        b = b_desc.load([pid_n * BLOCK_N, k * 128])
+        a_s = tl.load(a_scale_ptr + k * M + rows, mask=rows < M, other=0.0)
+        b_s = tl.load(b_scale_ptr + pid_n * KB + k)
+        acc += tl.dot(a, b.T) * (a_s * b_s)[:, None]
+    tl.store(c_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], acc.to(tl.bfloat16),
+             mask=(rows < M)[:, None] & (cols < N)[None, :])
+
+
+def aot() -> None:
+    """sm_90a compile on the CPU: registers, spills, shared memory and the wgmma waits."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    bm, bn, stages, warps = 128, 128, 4, 8
+    layout_a = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float8e4nv)
+    layout_b = gl.NVMMASharedLayout.get_default_for([bn, 128], gl.float8e4nv)
+    jobs = {
+        "gluon": (GluonASTSource, blockscale_gemm_gluon,
+                  dict(a_desc=f"tensordesc<fp8e4nv[{bm},128],{layout_a!r}>",
+                       b_desc=f"tensordesc<fp8e4nv[{bn},128],{layout_b!r}>"),
+                  dict(BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, num_warps=warps)),
+        "triton": (ASTSource, blockscale_gemm_triton,
+                   dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", b_desc=f"tensordesc<fp8e4nv[{bn},128]>"),
+                   dict(BLOCK_M=bm, BLOCK_N=bn)),
+    }
+    for tag, (source, fn, descs, const) in jobs.items():
+        sig = dict(descs, a_scale_ptr="*fp32", b_scale_ptr="*fp32", c_ptr="*bf16", M="i32", N="i32", K="i32")
+        if tag == "gluon":
+            sig["K"], const = "constexpr", dict(const, K=2048)       # GEMM2's K (I = 2048)
+        sig.update({k: "constexpr" for k in const})
+        attrs = {(i,): [["tt.divisibility", 16]] for i, v in enumerate(sig.values()) if v.startswith("*")}
+        k = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
+                           target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+        ptx = k.asm["ptx"]
+        path = f"/tmp/blockscale_{tag}.ptx"
+        with open(path, "w") as fh:
+            fh.write(ptx)
+        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", os.devnull], capture_output=True, text=True)
+        used = [ln.split("info    :")[-1].strip() for ln in r.stderr.splitlines() if "Used" in ln or "spill" in ln]
+        waits = re.findall(r"wgmma.wait_group.sync.aligned (\d+)", ptx)
+        notes = [ln.split("info    :")[-1].strip()[:90] for ln in r.stderr.splitlines() if "(C75" in ln]
+        print(f"{tag:<7} smem {k.metadata.shared:>7} B  waits {waits}  {used}  ptxas notes: {notes or 'none'}")
+
+
+def gpu() -> None:
+    import torch
+
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    bm, bn, stages, warps = 128, 128, 4, 8
+    for M, N, K in ((2048, 7168, 2048), (8192, 7168, 2048), (8192, 4096, 7168)):
+        a = (torch.randn(M, K, device=dev) * 0.5).to(torch.float8_e4m3fn)
+        b = (torch.randn(N, K, device=dev) * 0.5).to(torch.float8_e4m3fn)
+        a_scale = torch.rand(K // 128, M, device=dev) + 0.5
+        b_scale = torch.rand(N // 128, K // 128, device=dev) + 0.5
+        ref = ((a.float() * a_scale.T.repeat_interleave(128, 1))
+               @ (b.float() * b_scale.repeat_interleave(128, 0).repeat_interleave(128, 1)).T)
+        la = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float8e4nv)
+        lb = gl.NVMMASharedLayout.get_default_for([bn, 128], gl.float8e4nv)
+        grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
+        outs = {}
+
+        def run_gluon(c):
+            blockscale_gemm_gluon[grid](GluonDescriptor(a, list(a.shape), list(a.stride()), [bm, 128], la),
+                                        GluonDescriptor(b, list(b.shape), list(b.stride()), [bn, 128], lb),
+                                        a_scale, b_scale, c, M, N, K=K, BLOCK_M=bm, BLOCK_N=bn,
+                                        NUM_STAGES=stages, num_warps=warps)
+
+        def run_triton(c):
+            blockscale_gemm_triton[grid](TensorDescriptor.from_tensor(a, [bm, 128]),
+                                         TensorDescriptor.from_tensor(b, [bn, 128]),
+                                         a_scale, b_scale, c, M, N, K, BLOCK_M=bm, BLOCK_N=bn,
+                                         num_warps=warps, num_stages=stages)
+
+        for tag, fn in (("gluon", run_gluon), ("triton", run_triton)):
+            c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+            fn(c)
+            torch.cuda.synchronize()
+            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+            ms = triton.testing.do_bench(lambda: fn(c), warmup=10, rep=100)
+            tflops = 2 * M * N * K / (ms * 1e-3) / 1e12
+            outs[tag] = ms
+            print(f"M={M} N={N} K={K} {tag:<7} rel.max.err {err:.2e}  {ms * 1e3:8.1f} µs  {tflops:6.0f} TFLOP/s",
+                  flush=True)
+        print(f"  gluon / triton time: {outs['gluon'] / outs['triton']:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--aot", action="store_true", help="compile for sm_90a on the CPU and print the waits")
+    args = ap.parse_args()
+    if args.aot:
+        aot()
+    else:
+        if not os.environ.get("CUDA_VISIBLE_DEVICES", "x"):
+            sys.exit("no GPU: run with --aot")
+        gpu()
