@@ -1,6 +1,10 @@
 """Print the README's results table (Markdown) from committed bench summaries.
 
     python scripts/results_table.py results/h200/<run>/.../summary.json ...
+    python scripts/results_table.py --regimes summary.json ...   # per regime: latency, TB/s, TFLOP/s, × reference
+
+With --regimes, a summary written before ``regime_stats`` existed is rebuilt in memory from the
+traces beside it (``kernelwright.report.summary.summarize_folder``); the file is left as it is.
 
 Every number comes from the summary files (written by `kernelwright bench`); nothing is typed by hand.
 """
@@ -23,7 +27,31 @@ def short_name(name: str) -> str:
         return name.split("_")[0] if not name.startswith("dsa") else "_".join(name.split("_")[:2])
 
 
+def regime_table(paths):
+    """Per solution and regime (summaries written with ``regime_stats``): workloads, mean latency,
+    achieved HBM bandwidth and FLOP rate (from each trace's roofline notes), × the PyTorch reference."""
+    print("| record | definition | solution | regime | workloads | latency µs | achieved TB/s | achieved TFLOP/s | × reference |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    from pathlib import Path
+
+    from kernelwright.report.summary import summarize_folder
+
+    for path in paths:
+        s = json.load(open(path))
+        if not any("regime_stats" in sol for d in s["definitions"].values() for sol in d["solutions"].values()):
+            s = summarize_folder(Path(path).parent)
+        record = "/".join(path.replace("\\", "/").split("/")[-3:-1])
+        for name, d in s["definitions"].items():
+            for sol in d["solutions"].values():
+                for regime, st in (sol.get("regime_stats") or {}).items():
+                    print(f"| {record} | {short_name(name)} | {sol['label']} | {regime} | {st['workloads']} | "
+                          f"{fmt(st['latency_us'])} | {fmt(st['achieved_TBps'], '.2f')} | "
+                          f"{fmt(st['achieved_TFLOPs'], '.1f')} | {fmt(st['speedup_vs_reference'], '.1f', '×')} |")
+
+
 def main(paths):
+    if paths and paths[0] == "--regimes" and len(paths) > 1:
+        return regime_table(paths[1:])
     if not paths or any(p.startswith("-") for p in paths):
         sys.exit(__doc__)
     print("| record | definition | solution | passed | mean latency µs (per regime) | graph µs | × reference | × baselines (mean over common workloads) | roofline mean / min |")

@@ -93,6 +93,25 @@ def _table(d: Dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _regime_table(d: Dict[str, Any]) -> str:
+    """Per solution and regime: workloads, mean latency (µs), achieved HBM bandwidth (TB/s) and
+    FLOP rate (TFLOP/s), speedup over the PyTorch reference (summaries without ``regime_stats``,
+    written before it existed, give an empty string)."""
+    rows = [(s["label"], r, st) for s in d["solutions"].values()
+            for r, st in (s.get("regime_stats") or {}).items()]
+    if not rows:
+        return ""
+    head = ["solution", "regime", "workloads", "latency µs", "achieved TB/s", "achieved TFLOP/s", "× reference"]
+    f = lambda x, spec: "—" if x is None else format(x, spec)
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for label, regime, st in rows:
+        cells = [html.escape(label), html.escape(regime), str(st["workloads"]), f(st["latency_us"], ".1f"),
+                 f(st["achieved_TBps"], ".2f"), f(st["achieved_TFLOPs"], ".1f"), f(st["speedup_vs_reference"], ".1f")]
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
 def write_report(results: Path, out: Optional[Path] = None) -> Path:
     """Render ``results/summary.json`` to HTML.  Raises FileNotFoundError without a summary."""
     summary_path = Path(results) / "summary.json"
@@ -105,6 +124,14 @@ def write_report(results: Path, out: Optional[Path] = None) -> Path:
         summary_path.write_text(json.dumps(summary, indent=1, default=str) + "\n")
     else:
         raise FileNotFoundError(f"{results}: no summary.json or traces (run kernelwright bench or eval first)")
+    regime_source = summary
+    if not any("regime_stats" in sol for d in summary["definitions"].values() for sol in d["solutions"].values()):
+        from kernelwright.report.summary import summarize_folder
+
+        try:   # a summary written before regime_stats existed: recompute them from the traces beside it
+            regime_source = summarize_folder(results)
+        except FileNotFoundError:
+            pass
     meta = summary.get("meta", {})
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>kernelwright report</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
@@ -117,6 +144,7 @@ def write_report(results: Path, out: Optional[Path] = None) -> Path:
     for def_name, d in summary["definitions"].items():
         parts.append(f"<h2>{html.escape(def_name)}</h2>")
         parts.append(_table(d))
+        parts.append(_regime_table(regime_source["definitions"].get(def_name, d)))
         for img in _plots(def_name, d):
             parts.append(f"<img src='{img}'>")
     skipped = meta.get("skipped") or {}

@@ -1,6 +1,7 @@
 """Aggregate traces into the bench summary (``summary.json``).
 
-Per definition and solution: workloads passed, mean latency and per-regime means (µs), mean
+Per definition and solution: workloads passed, mean latency and per-regime means (µs; with
+``regime_stats`` also the achieved TB/s, TFLOP/s and speedup vs the reference per regime), mean
 speedup vs the reference, mean speedup vs each baseline (the contest's metric: the mean over
 workloads of baseline latency / solution latency, over the workloads both passed), and the
 fraction of the roofline reached (floor latency / measured latency; mean and minimum).
@@ -23,6 +24,20 @@ def _last_line(log: str, width: int = 160) -> str:
     """The most telling line of an evaluation log: the last non-empty one (an exception's message)."""
     lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("USDT:")]
     return lines[-1][:width] if lines else ""
+
+
+def _regime_stats(traces: List[Trace]) -> Dict[str, Any]:
+    """Means over one regime's trusted passes: latency (µs), the achieved HBM bandwidth (TB/s) and
+    FLOP rate (TFLOP/s) from each trace's roofline notes (the definition's bytes and FLOPs of that
+    workload's inputs over the headline latency; gate/evaluate.py), and the speedup over the
+    PyTorch reference (the definition's reference, timed by the gate)."""
+    roof = [(t.evaluation.gate.notes or {}).get("roofline", {}) for t in traces if t.evaluation.gate]
+    return {"workloads": len(traces),
+            "latency_us": _mean([t.evaluation.performance.latency_ms * 1e3 for t in traces]),
+            "achieved_TBps": _mean([x["achieved_TBps"] for x in roof if x.get("achieved_TBps") is not None]),
+            "achieved_TFLOPs": _mean([x["achieved_TFLOPs"] for x in roof if x.get("achieved_TFLOPs") is not None]),
+            "speedup_vs_reference": _mean([t.evaluation.performance.speedup_factor for t in traces
+                                           if t.evaluation.performance.speedup_factor])}
 
 
 def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
@@ -50,10 +65,12 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                        "detail": _last_line(t.evaluation.log)}
                       for u, t in per.items() if not t.trusted_pass]
             regimes = {}
+            stats = {}
             for r in order:
-                xs = [t.evaluation.performance.latency_ms * 1e3 for u, t in per.items() if t.trusted_pass and regime_of[u] == r]
-                if xs:
-                    regimes[r] = _mean(xs)
+                ts = [t for u, t in per.items() if t.trusted_pass and regime_of[u] == r]
+                if ts:
+                    regimes[r] = _mean([t.evaluation.performance.latency_ms * 1e3 for t in ts])
+                    stats[r] = _regime_stats(ts)
             vs = {}
             for base in baselines:
                 if base == sol:
@@ -80,6 +97,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 "mean_latency_us": _mean([t.evaluation.performance.latency_ms * 1e3 for t in trusted]),
                 "mean_graph_latency_us": _mean([g * 1e3 for g in graph]),
                 "regime_latency_us": regimes,
+                "regime_stats": stats,
                 "mean_speedup_vs_reference": _mean([t.evaluation.performance.speedup_factor for t in trusted]),
                 "speedup_vs": vs,
                 "mean_roofline_fraction": _mean(fractions),
@@ -112,8 +130,10 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
 
 
 def summarize_folder(results) -> Dict[str, Any]:
-    """Rebuild ``summary.json`` of a results folder from its traces, ``candidates.json`` and
-    ``lower_bounds.json`` (e.g. after an interrupted run).  Raises FileNotFoundError without traces."""
+    """Rebuild ``summary.json`` of a results folder from its traces (``traces/*.jsonl``, or
+    ``*.jsonl`` beside the summary as in the committed records), ``candidates.json`` and
+    ``lower_bounds.json`` (e.g. after an interrupted run, or for fields added since the run).
+    Raises FileNotFoundError without traces."""
     import json
     from pathlib import Path
 
@@ -121,9 +141,9 @@ def summarize_folder(results) -> Dict[str, Any]:
     from kernelwright.trace.jsonio import iter_jsonl
 
     results = Path(results)
-    files = sorted((results / "traces").glob("*.jsonl"))
+    files = sorted((results / "traces").glob("*.jsonl")) or sorted(results.glob("*.jsonl"))
     if not files:
-        raise FileNotFoundError(f"{results}: no traces/*.jsonl")
+        raise FileNotFoundError(f"{results}: no traces/*.jsonl or *.jsonl")
     traces: Dict[str, List[Trace]] = {}
     for f in files:
         for t in iter_jsonl(Trace, f):
