@@ -441,11 +441,11 @@ class Harness:
         set_index = msg["set"]
         if msg.get("churn"):
             churn = [torch.empty(int(n), dtype=torch.uint8, device=self.device) for n in (1 << 20, 3 << 18, 5 << 16)]
+        threads_before = guards.native_thread_names()   # the solution's prepare hook counts as its call
         state = self._prepare(set_index, msg["scalars"])
         host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
         before = self.launches.total
         self.launches.ablate = bool(msg.get("ablate")) and self.count_launches
-        threads_before = guards.native_thread_names()
         try:
             self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
         finally:
