@@ -4,7 +4,7 @@
     python scripts/results_table.py --regimes summary.json ...   # per regime: latency, TB/s, TFLOP/s, × reference
 
 With --regimes, a summary written before ``regime_stats`` existed is rebuilt in memory from the
-traces beside it (``kernelwright.report.summary.summarize_folder``); the file is left as it is.
+traces beside it (``kernelwright.report.summary.with_regime_stats``); the file is left as it is.
 
 Every number comes from the summary files (written by `kernelwright bench`); nothing is typed by hand.
 """
@@ -34,12 +34,10 @@ def regime_table(paths):
     print("|---|---|---|---|---|---|---|---|---|")
     from pathlib import Path
 
-    from kernelwright.report.summary import summarize_folder
+    from kernelwright.report.summary import with_regime_stats
 
     for path in paths:
-        s = json.load(open(path))
-        if not any("regime_stats" in sol for d in s["definitions"].values() for sol in d["solutions"].values()):
-            s = summarize_folder(Path(path).parent)
+        s = with_regime_stats(json.load(open(path)), Path(path).parent)
         record = "/".join(path.replace("\\", "/").split("/")[-3:-1])
         for name, d in s["definitions"].items():
             for sol in d["solutions"].values():

@@ -124,14 +124,9 @@ def write_report(results: Path, out: Optional[Path] = None) -> Path:
         summary_path.write_text(json.dumps(summary, indent=1, default=str) + "\n")
     else:
         raise FileNotFoundError(f"{results}: no summary.json or traces (run kernelwright bench or eval first)")
-    regime_source = summary
-    if not any("regime_stats" in sol for d in summary["definitions"].values() for sol in d["solutions"].values()):
-        from kernelwright.report.summary import summarize_folder
+    from kernelwright.report.summary import with_regime_stats
 
-        try:   # a summary written before regime_stats existed: recompute them from the traces beside it
-            regime_source = summarize_folder(results)
-        except FileNotFoundError:
-            pass
+    regime_source = with_regime_stats(summary, results)
     meta = summary.get("meta", {})
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>kernelwright report</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"

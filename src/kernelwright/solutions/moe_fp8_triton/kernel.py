@@ -165,13 +165,7 @@ def _programs(device) -> int:
     interpreter tests exercise the strided tile loop."""
     if device.type != "cuda":
         return 4
-    n = _sm_counts.get(device.index)
-    if n is None:
-        n = _sm_counts[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
-    return n
-
-
-_sm_counts = {}
+    return torch.cuda.get_device_properties(device).multi_processor_count   # torch caches the properties
 
 
 def _persistent_grid(cfg, counts, device, key="PERSIST"):
