@@ -14,15 +14,15 @@ activation scales); B [N, K] fp8 e4m3 with 128x128 block scales b_scale [N/128, 
 C [M, N] bf16.  Tiles BLOCK_M x BLOCK_N with BLOCK_N = 128 (one B scale per K block), BLOCK_K = 128,
 NUM_STAGES shared-memory stages filled by TMA with one mbarrier each; K / 128 must be even.
 
-State (2026-11-29, CPU compile only, never run on a GPU): for K = 2048 the Gluon kernel compiles
+State (2026-11-29, CPU compile only, never run on a GPU; `--aot` output recorded in
+results/cpu-aot/2026-11-29-v5/gluon_blockscale_probe.txt): for K = 2048 the Gluon kernel compiles
 for sm_90a with 15 `wgmma.wait_group 1` and one final `wait_group 0` (234 registers, no spills,
 131 KB of shared memory; the Triton tile: one `wait_group 0` per K block, 154 registers), and
-ptxas reports no serialisation.  Two things were needed: (1) two product registers used in turn,
-each MMA writing over its own dead previous product -- a version that copied the in-flight
-product (`prev = cur`) got a wait injected by ptxas (C7517); (2) an unrolled K loop (K constexpr)
--- with a runtime loop the product in flight across the back edge made ptxas serialise every
-wgmma (C7514: "non wgmma instructions reading accumulator registers ... between start and end of
-the pipeline stage").  Correctness and speed are for the GPU run below.
+ptxas prints no serialisation note.  Drafts needed two changes to get there (not recorded): two
+product registers used in turn, each MMA writing over its own dead previous product (copying the
+in-flight product, `prev = cur`, drew an injected wait, C7517), and an unrolled K loop (K
+constexpr; with a runtime loop, the product in flight across the back edge drew C7514, every
+wgmma serialised).  Correctness and speed are for the GPU run below.
 
     python scripts/gluon_blockscale_probe.py --aot        # CPU: sm_90a compile, registers, waits
     python scripts/gluon_blockscale_probe.py               # GPU: correctness vs torch, then timing
@@ -165,6 +165,30 @@ def blockscale_gemm_triton(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N
              mask=(rows < M)[:, None] & (cols < N)[None, :])
 
 
+@triton.jit
+def plain_gemm_triton(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """Controls for the AOT comparison: WARP_SPECIALIZE = False: the same loop without block
+    scales (``acc = tl.dot(a, b.T, acc)``); True: the block-scaled loop of blockscale_gemm_triton
+    with ``tl.range(..., warp_specialize=True)``."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    KB = K // 128
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k in tl.range(0, KB, warp_specialize=WARP_SPECIALIZE):
+        a = a_desc.load([pid_m * BLOCK_M, k * 128])
+        b = b_desc.load([pid_n * BLOCK_N, k * 128])
+        if WARP_SPECIALIZE:
+            a_s = tl.load(a_scale_ptr + k * M + rows, mask=rows < M, other=0.0)
+            acc += tl.dot(a, b.T) * (a_s * tl.load(b_scale_ptr + pid_n * KB + k))[:, None]
+        else:
+            acc = tl.dot(a, b.T, acc)
+    tl.store(c_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], acc.to(tl.bfloat16),
+             mask=(rows < M)[:, None] & (cols < N)[None, :])
+
+
 def aot() -> None:
     """sm_90a compile on the CPU: registers, spills, shared memory and the wgmma waits."""
     from triton.backends.compiler import GPUTarget
@@ -183,6 +207,12 @@ def aot() -> None:
         "triton": (ASTSource, blockscale_gemm_triton,
                    dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", b_desc=f"tensordesc<fp8e4nv[{bn},128]>"),
                    dict(BLOCK_M=bm, BLOCK_N=bn)),
+        "triton-plain": (ASTSource, plain_gemm_triton,
+                         dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", b_desc=f"tensordesc<fp8e4nv[{bn},128]>"),
+                         dict(BLOCK_M=bm, BLOCK_N=bn, WARP_SPECIALIZE=False)),
+        "triton-ws": (ASTSource, plain_gemm_triton,
+                      dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", b_desc=f"tensordesc<fp8e4nv[{bn},128]>"),
+                      dict(BLOCK_M=bm, BLOCK_N=bn, WARP_SPECIALIZE=True)),
     }
     for tag, (source, fn, descs, const) in jobs.items():
         sig = dict(descs, a_scale_ptr="*fp32", b_scale_ptr="*fp32", c_ptr="*bf16", M="i32", N="i32", K="i32")
@@ -200,7 +230,8 @@ def aot() -> None:
         used = [ln.split("info    :")[-1].strip() for ln in r.stderr.splitlines() if "Used" in ln or "spill" in ln]
         waits = re.findall(r"wgmma.wait_group.sync.aligned (\d+)", ptx)
         notes = [ln.split("info    :")[-1].strip()[:90] for ln in r.stderr.splitlines() if "(C75" in ln]
-        print(f"{tag:<7} smem {k.metadata.shared:>7} B  waits {waits}  {used}  ptxas notes: {notes or 'none'}")
+        print(f"{tag:<12} smem {k.metadata.shared:>7} B  waits {waits}  setmaxnreg {ptx.count('setmaxnreg')}  "
+              f"{used}  ptxas notes: {notes or 'none'}")
 
 
 def gpu() -> None:
