@@ -81,7 +81,7 @@ def _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes: 
 @gluon.jit
 def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K: gl.constexpr,
                           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
-                          num_warps: gl.constexpr):
+                          num_warps: gl.constexpr, IN_FLIGHT: gl.constexpr = 1):
     BLOCK_K: gl.constexpr = 128
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
@@ -124,15 +124,15 @@ def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N,
     # back edge makes ptxas serialise every wgmma (C7514); unrolled, it keeps one in flight.
     for k in gl.static_range(1, KB - 1, 2):
         p1 = _issue(a_bufs, b_bufs, ready, k, p1, NUM_STAGES)
-        p0 = warpgroup_mma_wait(num_outstanding=1, deps=(p0,))
+        p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
         acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, k - 1)
         _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
         p0 = _issue(a_bufs, b_bufs, ready, k + 1, p0, NUM_STAGES)
-        p1 = warpgroup_mma_wait(num_outstanding=1, deps=(p1,))
+        p1 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p1,))
         acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, k)
         _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes, NUM_STAGES)
     p1 = _issue(a_bufs, b_bufs, ready, KB - 1, p1, NUM_STAGES)
-    p0 = warpgroup_mma_wait(num_outstanding=1, deps=(p0,))
+    p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
     acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, KB - 2)
     p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
     acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, KB - 1)
@@ -147,8 +147,10 @@ def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N,
 
 @triton.jit
 def blockscale_gemm_triton(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The same tile as our MoE GEMM2 writes it (the reference for the comparison)."""
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VECTOR_SCALE: tl.constexpr = False):
+    """The same tile in plain Triton (the reference for the comparison).  VECTOR_SCALE: the weight
+    scale as a per-column vector, ``dot * (a_s[:, None] * b_s[None, :])``, as the MoE GEMM2 wrote
+    it up to v5 (an outer product per element) instead of a scalar per 128-column tile."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -159,8 +161,12 @@ def blockscale_gemm_triton(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N
         a = a_desc.load([pid_m * BLOCK_M, k * 128])
         b = b_desc.load([pid_n * BLOCK_N, k * 128])
         a_s = tl.load(a_scale_ptr + k * M + rows, mask=rows < M, other=0.0)
-        b_s = tl.load(b_scale_ptr + pid_n * KB + k)
-        acc += tl.dot(a, b.T) * (a_s * b_s)[:, None]
+        if VECTOR_SCALE:
+            b_s = tl.load(b_scale_ptr + (cols // 128) * KB + k)
+            acc += tl.dot(a, b.T) * (a_s[:, None] * b_s[None, :])
+        else:
+            b_s = tl.load(b_scale_ptr + pid_n * KB + k)
+            acc += tl.dot(a, b.T) * (a_s * b_s)[:, None]
     tl.store(c_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], acc.to(tl.bfloat16),
              mask=(rows < M)[:, None] & (cols < N)[None, :])
 
@@ -203,7 +209,7 @@ def aot() -> None:
         "gluon": (GluonASTSource, blockscale_gemm_gluon,
                   dict(a_desc=f"tensordesc<fp8e4nv[{bm},128],{layout_a!r}>",
                        b_desc=f"tensordesc<fp8e4nv[{bn},128],{layout_b!r}>"),
-                  dict(BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, num_warps=warps)),
+                  dict(BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, num_warps=warps, IN_FLIGHT=1)),
         "triton": (ASTSource, blockscale_gemm_triton,
                    dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", b_desc=f"tensordesc<fp8e4nv[{bn},128]>"),
                    dict(BLOCK_M=bm, BLOCK_N=bn)),
@@ -234,7 +240,17 @@ def aot() -> None:
               f"{used}  ptxas notes: {notes or 'none'}")
 
 
-def gpu() -> None:
+SHAPES = ((2048, 7168, 2048), (8192, 7168, 2048), (8192, 4096, 7168))   # GEMM2, GEMM2, GEMM1 (M, N, K)
+
+
+def gpu(stage_counts: list[int], json_path: str | None, triton_configs=(), shapes=SHAPES,
+        ceilings: bool = True) -> None:
+    """Correctness against torch and time (triton.testing.do_bench, µs) at GEMM2 and GEMM1 shapes:
+    the Gluon tile at each stage count, the Triton block-scaled tile (and each of triton_configs:
+    (BLOCK_M, BLOCK_N, warps, stages, vector weight scale)), and two ceilings without
+    block scales (the Triton plain tile and torch._scaled_mm with per-tensor scales, cuBLAS)."""
+    import json
+
     import torch
 
     torch.manual_seed(0)
@@ -242,8 +258,9 @@ def gpu() -> None:
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    bm, bn, stages, warps = 128, 128, 4, 8
-    for M, N, K in ((2048, 7168, 2048), (8192, 7168, 2048), (8192, 4096, 7168)):
+    bm, bn, warps = 128, 128, 8
+    rows_out = []
+    for M, N, K in shapes:
         a = (torch.randn(M, K, device=dev) * 0.5).to(torch.float8_e4m3fn)
         b = (torch.randn(N, K, device=dev) * 0.5).to(torch.float8_e4m3fn)
         a_scale = torch.rand(K // 128, M, device=dev) + 0.5
@@ -253,40 +270,96 @@ def gpu() -> None:
         la = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float8e4nv)
         lb = gl.NVMMASharedLayout.get_default_for([bn, 128], gl.float8e4nv)
         grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
-        outs = {}
+        one = torch.ones((), device=dev)
+        runs = {}
+        for st in stage_counts:
+            def run_gluon(c, st=st):
+                blockscale_gemm_gluon[grid](GluonDescriptor(a, list(a.shape), list(a.stride()), [bm, 128], la),
+                                            GluonDescriptor(b, list(b.shape), list(b.stride()), [bn, 128], lb),
+                                            a_scale, b_scale, c, M, N, K=K, BLOCK_M=bm, BLOCK_N=bn,
+                                            NUM_STAGES=st, num_warps=warps)
+            runs[f"gluon-s{st}"] = (run_gluon, True)
 
-        def run_gluon(c):
+        def run_gluon_wait0(c):   # control: the same kernel waiting for every MMA before the promotion
             blockscale_gemm_gluon[grid](GluonDescriptor(a, list(a.shape), list(a.stride()), [bm, 128], la),
                                         GluonDescriptor(b, list(b.shape), list(b.stride()), [bn, 128], lb),
                                         a_scale, b_scale, c, M, N, K=K, BLOCK_M=bm, BLOCK_N=bn,
-                                        NUM_STAGES=stages, num_warps=warps)
+                                        NUM_STAGES=4, num_warps=warps, IN_FLIGHT=0)
+        if stage_counts:
+            runs["gluon-s4-wait0"] = (run_gluon_wait0, True)
 
         def run_triton(c):
             blockscale_gemm_triton[grid](TensorDescriptor.from_tensor(a, [bm, 128]),
                                          TensorDescriptor.from_tensor(b, [bn, 128]),
                                          a_scale, b_scale, c, M, N, K, BLOCK_M=bm, BLOCK_N=bn,
-                                         num_warps=warps, num_stages=stages)
+                                         num_warps=warps, num_stages=4)
 
-        for tag, fn in (("gluon", run_gluon), ("triton", run_triton)):
+        def run_plain(c):
+            plain_gemm_triton[grid](TensorDescriptor.from_tensor(a, [bm, 128]),
+                                    TensorDescriptor.from_tensor(b, [bn, 128]),
+                                    a_scale, b_scale, c, M, N, K, BLOCK_M=bm, BLOCK_N=bn,
+                                    WARP_SPECIALIZE=False, num_warps=warps, num_stages=4)
+
+        def run_cublas(c):
+            torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, out=c)
+
+        if ceilings:
+            runs["triton"] = (run_triton, True)
+        for (tbm, tbn, tw, ts, vec) in triton_configs:
+            def run_cfg(c, tbm=tbm, tbn=tbn, tw=tw, ts=ts, vec=vec):
+                blockscale_gemm_triton[(triton.cdiv(M, tbm), triton.cdiv(N, tbn))](
+                    TensorDescriptor.from_tensor(a, [tbm, 128]), TensorDescriptor.from_tensor(b, [tbn, 128]),
+                    a_scale, b_scale, c, M, N, K, BLOCK_M=tbm, BLOCK_N=tbn, VECTOR_SCALE=vec,
+                    num_warps=tw, num_stages=ts)
+            runs[f"triton-m{tbm}n{tbn}w{tw}s{ts}{'v' if vec else ''}"] = (run_cfg, True)
+        if ceilings:
+            runs["triton-noscale"] = (run_plain, False)
+            runs["cublas-noscale"] = (run_cublas, False)
+        times = {}
+        for tag, (fn, checked) in runs.items():
             c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
-            fn(c)
-            torch.cuda.synchronize()
-            err = ((c.float() - ref).abs().max() / ref.abs().max()).item()
+            try:
+                fn(c)
+                torch.cuda.synchronize()
+            except Exception as exc:  # a variant that does not compile or launch is reported, not fatal
+                print(f"M={M} N={N} K={K} {tag:<15} failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                continue
+            err = ((c.float() - ref).abs().max() / ref.abs().max()).item() if checked else float("nan")
             ms = triton.testing.do_bench(lambda: fn(c), warmup=10, rep=100)
             tflops = 2 * M * N * K / (ms * 1e-3) / 1e12
-            outs[tag] = ms
-            print(f"M={M} N={N} K={K} {tag:<7} rel.max.err {err:.2e}  {ms * 1e3:8.1f} µs  {tflops:6.0f} TFLOP/s",
+            times[tag] = ms
+            rows_out.append(dict(M=M, N=N, K=K, variant=tag, rel_max_err=err, us=ms * 1e3, tflops=tflops))
+            print(f"M={M} N={N} K={K} {tag:<15} rel.max.err {err:.2e}  {ms * 1e3:8.1f} µs  {tflops:6.0f} TFLOP/s",
                   flush=True)
-        print(f"  gluon / triton time: {outs['gluon'] / outs['triton']:.2f}", flush=True)
+        best = min((v for k, v in times.items() if k.startswith("gluon")), default=None)
+        if best is not None and "triton" in times:
+            print(f"  best gluon / triton time: {best / times['triton']:.2f}", flush=True)
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(rows_out, fh, indent=1)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--aot", action="store_true", help="compile for sm_90a on the CPU and print the waits")
+    ap.add_argument("--stages", default="3,4,5,6", help="shared-memory stage counts of the Gluon tile (GPU run)")
+    ap.add_argument("--triton-configs", default="",
+                    help="extra Triton tiles, e.g. 128x128w8s3,64x128w4s4,128x128w8s4v (v: vector weight scale)")
+    ap.add_argument("--shapes", default=None, help="MxNxK list (default: GEMM2 at M 2048 and 8192, GEMM1 at 8192)")
+    ap.add_argument("--no-ceilings", action="store_true", help="skip the Triton tile and the no-scale ceilings")
+    ap.add_argument("--json", default=None, help="write the GPU rows (variant, µs, TFLOP/s, error) here")
     args = ap.parse_args()
     if args.aot:
         aot()
     else:
         if not os.environ.get("CUDA_VISIBLE_DEVICES", "x"):
             sys.exit("no GPU: run with --aot")
-        gpu()
+        configs = []
+        for spec in filter(None, args.triton_configs.split(",")):
+            m = re.fullmatch(r"(\d+)x(\d+)w(\d+)s(\d+)(v?)", spec)
+            if not m:
+                sys.exit(f"bad --triton-configs entry {spec!r} (want e.g. 128x128w8s3)")
+            configs.append((int(m[1]), int(m[2]), int(m[3]), int(m[4]), bool(m[5])))
+        shapes = SHAPES if not args.shapes else [tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",")]
+        gpu([int(x) for x in args.stages.split(",")] if args.stages else [], args.json, configs, shapes,
+            not args.no_ceilings)

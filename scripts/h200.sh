@@ -47,9 +47,12 @@ for stage in "$@"; do
       mkdir -p /tmp/records
       timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
       cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
-    variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/variants
-      mkdir -p /tmp/records/variants
-      timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out /tmp/records/variants 2>&1 | tee /tmp/records/variants/variants.log | tail -${VAR_TAIL:-40};;
+    variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/${VAR_NAME:-variants}
+      vdir=/tmp/records/${VAR_NAME:-variants}; mkdir -p $vdir
+      timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+    ncu) # Nsight Compute on NCU_CMD (a python script and its arguments) with NCU_ARGS (sections, -k, -c)
+      mkdir -p /tmp/records
+      timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
     hostprobe) # the MoE solution's host path inside the gate's worker, piece by piece
       mkdir -p /tmp/records
       python3 scripts/moe_host_probe.py /tmp/moeprobe >/dev/null
@@ -63,7 +66,7 @@ for stage in "$@"; do
       timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
     gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (scripts/gluon_blockscale_probe.py)
       mkdir -p /tmp/records
-      timeout ${GP_TIMEOUT:-240} python3 scripts/gluon_blockscale_probe.py 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -20;;
+      timeout ${GP_TIMEOUT:-240} python3 scripts/gluon_blockscale_probe.py ${GP_ARGS:-} --json /tmp/records/gluon_blockscale_probe.json 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -40;;
     pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
     *) echo "unknown stage $stage";;
   esac

@@ -124,6 +124,25 @@ VARIANTS = {
     # 6496 GEMM2 programs for about 576 and 2016 used tiles)
     # the reduce at prefill (162 µs at T = 14107 in the v5 record, 58 % of HBM speed): more tokens and
     # columns per program (not measured yet)
+    # 2026-11-30: GEMM1 reads its activation scales in row order (the gather writes them), and
+    # GEMM2's stage count
+    "t12p1s": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True)),
+    "t2s": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True)),
+    # GEMM2 on 64-row tiles with one warpgroup: two (three) programs per SM interleave
+    "t12p1sm": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                                G2_PERSIST=2)),
+    "t12p1sm3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                                 G2_STAGES=3, G2_PERSIST=3)),
+    "t12p1sm0": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                                 G2_PERSIST=0)),
+    "t2s4": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4)),
+    # decode: GEMM1 with 3 programs per SM (2 stages of BLOCK_K 256), and the TMA path at BLOCK_M 16
+    "d2s3": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_STAGES=3)),
+    "td1": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=6, G2_BLOCK_N=64, G2_STAGES=6)),
+    "td2": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_STAGES=8)),
+    "td3": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=4, G2_BLOCK_N=64, G2_STAGES=4)),
+    "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
+    "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
     "t12p1r2": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=2, RED_BH=2048, RED_WARPS=8)),
     "t12p1r3": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4, RED_BH=512, RED_WARPS=4)),
@@ -190,25 +209,32 @@ def aot(out_dir: str) -> None:
             bn2 = cfg["G2_BLOCK_N"]
             per = bool(cfg.get("PERSIST"))
             loc = dict(NUM_LOCAL=32, NUM_LOCAL_P2=32, PERSIST=per)
+            srt = bool(cfg.get("A_SCALE_SORTED"))
+            sub = int(cfg.get("G2_SPLIT_M", 1))
             comp(gemm_tma._gather_rows_kernel,
-                 dict(a_ptr="*fp8e4nv", sorted_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",
-                      counts_ptr="*i32", out_ptr="*fp8e4nv"),
-                 dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc), 4, 1, f"gather_bm{bm}_p{int(per)}")
+                 dict(a_ptr="*fp8e4nv", a_scale_ptr="*fp32", sorted_ptr="*i32", block_expert_ptr="*i32",
+                      block_rows_ptr="*i32", counts_ptr="*i32", out_ptr="*fp8e4nv", out_scale_ptr="*fp32",
+                      T="i32", R="i32"),
+                 dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc, SCALE_OUT=srt), 4, 1,
+                 f"gather_bm{bm}_p{int(per)}_s{int(srt)}")
             comp(gemm_tma._gemm1_tma_kernel,
                  dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
                       w_desc=f"tensordesc<fp8e4nv[{qg},128]>", w_scale_ptr="*fp32", sorted_ptr="*i32",
                       block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv",
                       c_scale_ptr="*fp32", T="i32", R="i32"),
                  dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=128, FP8_MAX_C=448.0,
-                      GROUP_M=cfg["G1_GROUP"], **loc), cfg["G1_WARPS"], cfg["G1_STAGES"],
-                 f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}_p{int(per)}")
+                      GROUP_M=cfg["G1_GROUP"], **loc, A_SCALE_SORTED=srt), cfg["G1_WARPS"], cfg["G1_STAGES"],
+                 f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}_p{int(per)}"
+                 f"_as{int(srt)}")
             comp(gemm_tma._gemm2_tma_kernel,
-                 dict(c_desc=f"tensordesc<fp8e4nv[{bm},{qg}]>", c_scale_ptr="*fp32",
+                 dict(c_desc=f"tensordesc<fp8e4nv[{bm // sub},{qg}]>", c_scale_ptr="*fp32",
                       w_desc=f"tensordesc<fp8e4nv[{bn2},{qg}]>", w_scale_ptr="*fp32",
                       block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
-                 dict(H=H, I=I, BLOCK_M=bm, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"], **loc),
+                 dict(H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"],
+                      **loc, SUB=sub),
                  cfg["G2_WARPS"], cfg["G2_STAGES"],
-                 f"g2_tma_bm{bm}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}_g{cfg['G2_GROUP']}_p{int(per)}")
+                 f"g2_tma_bm{bm // sub}x{sub}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}"
+                 f"_g{cfg['G2_GROUP']}_p{int(per)}")
         else:
             per = bool(cfg.get("PERSIST"))
             loc = dict(NUM_LOCAL=32, NUM_LOCAL_P2=32, PERSIST=per)

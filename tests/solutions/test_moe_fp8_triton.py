@@ -299,6 +299,11 @@ def test_shipped_config_unchanged():
     dict(PERSIST=1),                                     # pointer GEMMs striding over the used tiles
     dict(PERSIST=2, G1_SPLIT_K=2, G1_BLOCK_K=128, G1_GROUP=4, G2_GROUP=4),
     dict(PERSIST=1, G2_PERSIST=3),                       # GEMM2 with its own programs per SM
+    dict(G2_BLOCK_N=256, G2_BLOCK_K=128),                # GEMM2 tile wider than a scale block:
+    dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=256),   # per-column weight scales (_promote_w2)
+    dict(TMA=True, BLOCK_M=32, QG=128, PERSIST=2, A_SCALE_SORTED=True),  # gather writes row scales
+    dict(TMA=True, BLOCK_M=32, QG=128, G2_SPLIT_M=2),    # GEMM2 on half M-blocks
+    dict(TMA=True, BLOCK_M=32, QG=64, G2_SPLIT_M=2, PERSIST=2, G2_BLOCK_N=64),
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1
@@ -309,6 +314,20 @@ def test_tiling_options(over):
     cfg.update(over)
     out = _call(inputs, config=cfg)
     _check(inputs, out, qg=cfg["QG"])
+
+
+def test_sorted_activation_scales_change_nothing():
+    """A_SCALE_SORTED only moves where GEMM1 reads the same scale values: bit-identical output."""
+    inputs = _inputs(23, 64, seed=5)
+    base = dict(_fast(23), TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64)
+    plain = _call(inputs, config=base)
+    assert torch.equal(_call(inputs, config=dict(base, A_SCALE_SORTED=True)), plain)
+
+
+def test_split_m_gemm2_rejects_tiny_row_blocks():
+    inputs = _inputs(5, 0, seed=2)
+    with pytest.raises(ValueError, match="G2_SPLIT_M"):
+        _call(inputs, config=_fast(5, TMA=True, BLOCK_M=16, QG=64, G2_SPLIT_M=2))
 
 
 def test_tma_path_excludes_split_k_and_combine():
@@ -472,6 +491,9 @@ def test_gpu_tma_path(T, persist):
     K._graphs.clear()
     out = _call(inputs, config=dict(base, TMA=True, PERSIST=persist))
     _check(inputs, out, qg=128, emulate=False)
+    assert torch.equal(_call(inputs, config=dict(base, TMA=True, PERSIST=persist, A_SCALE_SORTED=True)), out)
+    split = _call(inputs, config=dict(base, TMA=True, PERSIST=persist, G2_SPLIT_M=2))  # other MMA shapes
+    assert (split.float() - out.float()).abs().max() <= 0.02 * out.float().abs().max() + 1e-3
     pointer = _call(inputs, config=dict(base, TMA=False), graph=False)
     assert (out.float() - pointer.float()).abs().max() <= 0.02 * pointer.float().abs().max() + 1e-3
 

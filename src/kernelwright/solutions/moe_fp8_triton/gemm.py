@@ -42,10 +42,26 @@ def _tile_of(pid, R, NUM_N: tl.constexpr, BLOCK_M: tl.constexpr, GROUP_M: tl.con
 
 
 @triton.jit
-def _block_rows(pid_m, block_rows_ptr, BLOCK_M: tl.constexpr):
-    """(the padded rows of M-block pid_m, the mask of its valid rows: the rest is padding)."""
+def _promote_w2(acc, prod, c_s, ws_base, pid_n, offs_n, kq, KB: tl.constexpr, BLOCK_N: tl.constexpr,
+                QG: tl.constexpr, SCALE_BLK: tl.constexpr):
+    """acc + prod * c_s[row] * w_scale[column block, K block of group kq]: GEMM2's fp32 promotion.
+    prod [BLOCK_M, BLOCK_N] fp32; c_s [BLOCK_M]; ws_base: W2's scales of the expert [H/128, I/128].
+    A tile no wider than one 128-column scale block has one weight scale per K block: a scalar,
+    so the promotion is one FFMA per element (a per-column vector costs an outer product more)."""
+    kb = (kq * QG) // SCALE_BLK
+    if BLOCK_N <= SCALE_BLK:
+        return acc + prod * (c_s * tl.load(ws_base + ((pid_n * BLOCK_N) // SCALE_BLK) * KB + kb))[:, None]
+    else:
+        return acc + prod * (c_s[:, None] * tl.load(ws_base + (offs_n // SCALE_BLK) * KB + kb)[None, :])
+
+
+@triton.jit
+def _block_rows(pid_m, block_rows_ptr, BLOCK_M: tl.constexpr, SUB: tl.constexpr):
+    """(the padded rows of row block pid_m, the mask of its valid rows: the rest is padding).
+    A row block is 1/SUB of an M-block (BLOCK_M = the M-block's rows / SUB): SUB = 1 everywhere
+    except the TMA GEMM2 with config key G2_SPLIT_M."""
     offs_m = tl.arange(0, BLOCK_M)
-    return pid_m * BLOCK_M + offs_m, offs_m < tl.load(block_rows_ptr + pid_m)
+    return pid_m * BLOCK_M + offs_m, (pid_m % SUB) * BLOCK_M + offs_m < tl.load(block_rows_ptr + pid_m // SUB)
 
 
 @triton.jit
@@ -121,7 +137,7 @@ def _gemm1_tile(a_ptr, a_scale_ptr, w_ptr, w_scale_ptr, sorted_ptr, block_rows_p
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SCALE_BLK: tl.constexpr,
                 FP8_MAX_C: tl.constexpr, SPLIT_K: tl.constexpr):
     """K slice pid_k of the (M-block, N-block) tile: the dots, then the epilogue or the partials."""
-    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)     # padded rows of this block
+    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M, 1)     # padded rows of this block
 
     offs_n = tl.arange(0, BLOCK_N)
     # each K step of BLOCK_K runs NSUB dots of KS = min(BLOCK_K, 128) columns, one scale each
@@ -186,7 +202,7 @@ def _gemm1_splitk_epilogue(
     pid_m, pid_n = _tile_of(tl.program_id(0), R, I // BLOCK_N, BLOCK_M, 1)
     if tl.load(block_expert_ptr + pid_m) < 0:
         return
-    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
+    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M, 1)
     n_up = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     acc_u = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     acc_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
@@ -239,7 +255,7 @@ def _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, s
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, QG: tl.constexpr, SCALE_BLK: tl.constexpr,
                 COMBINE: tl.constexpr):
     """One (M-block, N-block) tile of GEMM2: bf16 rows of y, or (COMBINE) the weighted atomics."""
-    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M)
+    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M, 1)
     offs_k = tl.arange(0, QG)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
 
@@ -247,7 +263,7 @@ def _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, s
     w_ptrs = (w_ptr + expert.to(tl.int64) * (H * I)
               + offs_n.to(tl.int64)[None, :] * I + offs_k[:, None])
     KB: tl.constexpr = I // SCALE_BLK
-    ws_ptrs = w_scale_ptr + expert * ((H // SCALE_BLK) * KB) + (offs_n // SCALE_BLK) * KB
+    ws_base = w_scale_ptr + expert * ((H // SCALE_BLK) * KB)
     cs_ptrs = c_scale_ptr + rows
     NSUB: tl.constexpr = BLOCK_K // QG
 
@@ -258,8 +274,7 @@ def _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, s
             c = tl.load(c_ptrs + s * QG, mask=row_ok[:, None], other=0.0)  # padding: unwritten
             c_s = tl.load(cs_ptrs + kq * R, mask=row_ok, other=0.0)
             w = tl.load(w_ptrs + s * QG)
-            w_s = tl.load(ws_ptrs + (kq * QG) // SCALE_BLK)
-            acc += tl.dot(c, w) * (c_s[:, None] * w_s[None, :])
+            acc = _promote_w2(acc, tl.dot(c, w), c_s, ws_base, pid_n, offs_n, kq, KB, BLOCK_N, QG, SCALE_BLK)
         c_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
 

@@ -38,8 +38,9 @@ from .routing import TOP_K, align, route
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
 # (max T, config), first match wins: the fastest correct variant per T range, measured by
-# scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5 above: the TMA
-# path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond).  QG = GEMM1's
+# scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
+# path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
+# scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM).  QG = GEMM1's
 # BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (1, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=32, G1_BLOCK_K=128, G1_WARPS=4, G1_STAGES=8,
@@ -49,11 +50,13 @@ _CONFIGS = (
                G1_STAGES=4, G1_GROUP=1, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
                G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
     (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
-                G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True)),
+                G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
+                A_SCALE_SORTED=True)),
     (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
-                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=8, G2_STAGES=4,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1)),
+                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
+                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1,
+                A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_PERSIST=3)),
 )
 # CONFIGS-END
 
@@ -185,7 +188,10 @@ def _persistent_grid(cfg, counts, device, key="PERSIST"):
 def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm2_weights,
                gemm2_weights_scale, sorted_pairs, block_expert, block_rows, counts, c, c_scale, y, mb, cfg):
     """The TMA path (gemm_tma.py, config key TMA): A gathered into expert-sorted rows, then both
-    GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16.  Config key PERSIST
+    GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16.  Config key
+    A_SCALE_SORTED (default False): the gather also writes the activation scales in row order
+    for GEMM1 (gemm_tma._gather_rows_kernel).  Config key G2_SPLIT_M (default 1): GEMM2 tiles of
+    BLOCK_M / G2_SPLIT_M rows (gemm_tma._gemm2_tma_kernel).  Config key PERSIST
     (programs per SM, default 0): grids of at most PERSIST * SMs programs that stride over the
     used tiles (gemm_tma.py) instead of one program per bounded tile."""
     T, H = hidden_states.shape
@@ -196,25 +202,33 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     gather_h = _largest_divisor_tile(H, 512)
     grid, common = _persistent_grid(cfg, counts, hidden_states.device)
     a_sorted = torch.empty((R, H), dtype=hidden_states.dtype, device=hidden_states.device)
+    a_scale = hidden_states_scale.contiguous()
+    scale_sorted = bool(cfg.get("A_SCALE_SORTED"))
+    a_scale_g1 = torch.empty((H // SCALE_BLOCK, R), dtype=torch.float32, device=a_scale.device) if scale_sorted else a_scale
     _gather_rows_kernel[(grid(mb)[0], H // gather_h)](
-        hidden_states.contiguous(), sorted_pairs, block_expert, block_rows, counts, a_sorted,
-        H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, **common, num_warps=4, num_stages=1,
+        hidden_states.contiguous(), a_scale, sorted_pairs, block_expert, block_rows, counts, a_sorted, a_scale_g1,
+        T, R, H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, **common, SCALE_OUT=scale_sorted,
+        num_warps=4, num_stages=1,
     )
     w13 = gemm1_weights.contiguous()
     w2 = gemm2_weights.contiguous()
     _gemm1_tma_kernel[grid(mb * (I // qg))](
-        TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), hidden_states_scale.contiguous(),
+        TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale_g1,
         TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
         sorted_pairs, block_expert, block_rows, counts, c, c_scale,
         T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
-        GROUP_M=cfg["G1_GROUP"], **common, num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
+        GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
+        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
     grid2, common2 = _persistent_grid(cfg, counts, hidden_states.device, "G2_PERSIST")
-    _gemm2_tma_kernel[grid2(mb * (H // g2_bn))](
-        TensorDescriptor.from_tensor(c, [bm, qg]), c_scale,
+    sub = cfg.get("G2_SPLIT_M", 1)
+    if bm % sub or bm // sub < 16:
+        raise ValueError(f"G2_SPLIT_M={sub} must divide BLOCK_M={bm} into row blocks of at least 16")
+    _gemm2_tma_kernel[grid2(mb * sub * (H // g2_bn))](
+        TensorDescriptor.from_tensor(c, [bm // sub, qg]), c_scale,
         TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
-        block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm, BLOCK_N=g2_bn, QG=qg,
-        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2,
+        block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=g2_bn, QG=qg,
+        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
