@@ -63,6 +63,7 @@ for stage in "$@"; do
       timeout ${OH_TIMEOUT:-150} python3 scripts/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30
       cp "$OUT/launch_overhead.json" /tmp/records/ 2>/dev/null;;
     cluster) # multi-GPU kinds only: pool throughput with 1 and 2 GPUs and cross-GPU agreement
+      mkdir -p /tmp/records
       timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
     gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (scripts/gluon_blockscale_probe.py)
       mkdir -p /tmp/records
