@@ -60,10 +60,14 @@ def _issue(a_bufs, b_bufs, ready, k, prod, NUM_STAGES: gl.constexpr):
 
 
 @gluon.jit
-def _promote(acc, prod, a_scale_ptr, b_scales, rows, row_ok, M, k):
-    """acc += prod * (a_scale[k, rows] x b_scale[k]): the fp32 promotion of K block k."""
-    a_s = gl.load(a_scale_ptr + k * M + rows, mask=row_ok, other=0.0)
-    return acc + prod * (a_s * gl.load(b_scales + k))[:, None]
+def _promote(acc, prod, a_scale_ptr, b_scales, rows, row_ok, M, k, SCALES: gl.constexpr):
+    """acc += prod * (a_scale[k, rows] x b_scale[k]): the fp32 promotion of K block k
+    (SCALES = False, a diagnostic: acc += prod, no scale loads)."""
+    if SCALES:
+        a_s = gl.load(a_scale_ptr + k * M + rows, mask=row_ok, other=0.0)
+        return acc + prod * (a_s * gl.load(b_scales + k))[:, None]
+    else:
+        return acc + prod
 
 
 @gluon.jit
@@ -79,9 +83,13 @@ def _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes: 
 
 
 @gluon.jit
-def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K: gl.constexpr,
+def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, c_desc, M, N, K: gl.constexpr,
                           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
-                          num_warps: gl.constexpr, IN_FLIGHT: gl.constexpr = 1):
+                          num_warps: gl.constexpr, IN_FLIGHT: gl.constexpr = 1, SCALES: gl.constexpr = True,
+                          TMA_STORE: gl.constexpr = False):
+    """Diagnostics (2026-11-30 probe): IN_FLIGHT = 0 waits for every MMA; SCALES = False drops the
+    scale loads and multiplies; TMA_STORE = True writes C through shared memory and a TMA store
+    (c_desc, block [BLOCK_M, BLOCK_N] bf16) instead of per-thread stores from the MMA layout."""
     BLOCK_K: gl.constexpr = 128
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
@@ -125,24 +133,30 @@ def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, M, N,
     for k in gl.static_range(1, KB - 1, 2):
         p1 = _issue(a_bufs, b_bufs, ready, k, p1, NUM_STAGES)
         p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
-        acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, k - 1)
+        acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, k - 1, SCALES)
         _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
         p0 = _issue(a_bufs, b_bufs, ready, k + 1, p0, NUM_STAGES)
         p1 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p1,))
-        acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, k)
+        acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, k, SCALES)
         _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes, NUM_STAGES)
     p1 = _issue(a_bufs, b_bufs, ready, KB - 1, p1, NUM_STAGES)
     p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
-    acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, KB - 2)
+    acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, KB - 2, SCALES)
     p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
-    acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, KB - 1)
+    acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, KB - 1, SCALES)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(i))
 
-    cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
-    c_ptrs = c_ptr + rows.to(gl.int64)[:, None] * N + cols[None, :]
-    gl.store(c_ptrs, acc.to(gl.bfloat16), mask=row_ok[:, None] & (cols < N)[None, :])
-    fence_async_shared()
+    if TMA_STORE:
+        c_smem = gl.allocate_shared_memory(gl.bfloat16, [BLOCK_M, BLOCK_N], c_desc.layout)
+        c_smem.store(acc.to(gl.bfloat16))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+        tma.store_wait(pendings=0)
+    else:
+        cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+        c_ptrs = c_ptr + rows.to(gl.int64)[:, None] * N + cols[None, :]
+        gl.store(c_ptrs, acc.to(gl.bfloat16), mask=row_ok[:, None] & (cols < N)[None, :])
 
 
 @triton.jit
@@ -223,7 +237,10 @@ def aot() -> None:
     for tag, (source, fn, descs, const) in jobs.items():
         sig = dict(descs, a_scale_ptr="*fp32", b_scale_ptr="*fp32", c_ptr="*bf16", M="i32", N="i32", K="i32")
         if tag == "gluon":
-            sig["K"], const = "constexpr", dict(const, K=2048)       # GEMM2's K (I = 2048)
+            layout_c = gl.NVMMASharedLayout.get_default_for([bm, bn], gl.bfloat16)
+            sig = dict(descs, a_scale_ptr="*fp32", b_scale_ptr="*fp32", c_ptr="*bf16",
+                       c_desc=f"tensordesc<bf16[{bm},{bn}],{layout_c!r}>", M="i32", N="i32", K="constexpr")
+            const = dict(const, K=2048, SCALES=True, TMA_STORE=False)       # GEMM2's K (I = 2048)
         sig.update({k: "constexpr" for k in const})
         attrs = {(i,): [["tt.divisibility", 16]] for i, v in enumerate(sig.values()) if v.startswith("*")}
         k = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
@@ -271,22 +288,23 @@ def gpu(stage_counts: list[int], json_path: str | None, triton_configs=(), shape
         lb = gl.NVMMASharedLayout.get_default_for([bn, 128], gl.float8e4nv)
         grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
         one = torch.ones((), device=dev)
+        lc = gl.NVMMASharedLayout.get_default_for([bm, bn], gl.bfloat16)
         runs = {}
-        for st in stage_counts:
-            def run_gluon(c, st=st):
-                blockscale_gemm_gluon[grid](GluonDescriptor(a, list(a.shape), list(a.stride()), [bm, 128], la),
-                                            GluonDescriptor(b, list(b.shape), list(b.stride()), [bn, 128], lb),
-                                            a_scale, b_scale, c, M, N, K=K, BLOCK_M=bm, BLOCK_N=bn,
-                                            NUM_STAGES=st, num_warps=warps)
-            runs[f"gluon-s{st}"] = (run_gluon, True)
 
-        def run_gluon_wait0(c):   # control: the same kernel waiting for every MMA before the promotion
+        def run_gluon(c, st=4, **flags):
             blockscale_gemm_gluon[grid](GluonDescriptor(a, list(a.shape), list(a.stride()), [bm, 128], la),
                                         GluonDescriptor(b, list(b.shape), list(b.stride()), [bn, 128], lb),
-                                        a_scale, b_scale, c, M, N, K=K, BLOCK_M=bm, BLOCK_N=bn,
-                                        NUM_STAGES=4, num_warps=warps, IN_FLIGHT=0)
-        if stage_counts:
-            runs["gluon-s4-wait0"] = (run_gluon_wait0, True)
+                                        a_scale, b_scale, c, GluonDescriptor(c, list(c.shape), list(c.stride()),
+                                                                             [bm, bn], lc),
+                                        M, N, K=K, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=st, num_warps=warps,
+                                        **flags)
+        for st in stage_counts:
+            runs[f"gluon-s{st}"] = (lambda c, st=st: run_gluon(c, st), True)
+        if stage_counts:   # diagnostics at 4 stages: which part makes the Gluon tile slow
+            runs["gluon-s4-wait0"] = (lambda c: run_gluon(c, IN_FLIGHT=0), True)
+            runs["gluon-s4-tmastore"] = (lambda c: run_gluon(c, TMA_STORE=True), True)
+            runs["gluon-s4-noscale"] = (lambda c: run_gluon(c, SCALES=False), False)
+            runs["gluon-s4-noscale-wait0"] = (lambda c: run_gluon(c, SCALES=False, IN_FLIGHT=0), False)
 
         def run_triton(c):
             blockscale_gemm_triton[grid](TensorDescriptor.from_tensor(a, [bm, 128]),
