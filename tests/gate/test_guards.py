@@ -1,11 +1,13 @@
 """Static scan, kernel provenance (GPU names and the CPU/Triton rule), protected-file snapshots,
 reason codes."""
 
+import importlib.util
 import os
 import time
 
 import pytest
 
+import kernelwright
 from kernelwright.gate import guards
 
 
@@ -117,9 +119,19 @@ def test_file_snapshot_sees_edits_that_restore_mtime(tmp_path):
 def test_protected_roots(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path / "cache"))
     roots = guards.protected_roots(tmp_path / "results")
-    assert any(r.endswith(os.path.join("kernelwright", "gate")) for r in roots)
-    assert any(r.endswith(os.path.join("kernelwright", "definitions")) for r in roots)
+    pkg = os.path.dirname(os.path.abspath(kernelwright.__file__))
+    assert pkg in roots          # the whole package: the gate's sources, shipped solutions, baselines
+    for sub in ("gate", "definitions", "solutions", "baselines", "report"):
+        assert any(os.path.join(pkg, sub).startswith(r + os.sep) for r in roots), sub
     assert str(tmp_path / "cache") in roots and str(tmp_path / "results") in roots
+    # the package's bytecode is written up front, so a first import inside a watched message
+    # writes no __pycache__ file there
+    pyc = importlib.util.cache_from_source(os.path.join(pkg, "report", "tables.py"))
+    if os.path.exists(pyc):
+        os.remove(pyc)
+    monkeypatch.setattr(guards, "_PRECOMPILED", [])
+    guards.protected_roots(tmp_path / "results")
+    assert os.path.exists(pyc)
     monkeypatch.setenv("KERNELWRIGHT_PROTECT_SOURCES", "0")
     assert guards.protected_roots(tmp_path / "results") == [str(tmp_path / "cache"), str(tmp_path / "results")]
 

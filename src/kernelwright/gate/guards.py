@@ -231,8 +231,11 @@ def child_process_count() -> int:
 
 
 def storage_span(t: torch.Tensor):
-    st = t.untyped_storage()
-    return st.data_ptr(), st.data_ptr() + st.nbytes()
+    """(first, end) byte address of ``t``'s storage, through the classes' methods: a solution can
+    set attributes on the tensors and storages it is handed (see worker.guard_plain_tensors)."""
+    st = torch.Tensor.untyped_storage(t)
+    start = torch.UntypedStorage.data_ptr(st)
+    return start, start + torch.UntypedStorage.nbytes(st)
 
 
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -416,10 +419,31 @@ def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 
 
 
 # -- protected files -------------------------------------------------------------------------
+_PRECOMPILED: List[str] = []
+
+
+def _precompile(pkg: str) -> None:
+    """Write the package's missing or stale bytecode once per process, before any watched
+    message: otherwise the first import of a module inside a watched message (in the worker or
+    the parent) would write a ``__pycache__`` file there and count as a change."""
+    if pkg in _PRECOMPILED:
+        return
+    _PRECOMPILED.append(pkg)
+    import compileall
+
+    try:
+        compileall.compile_dir(pkg, quiet=2, workers=1)
+    except Exception:   # a read-only install: nothing will be written during the run either
+        pass
+
+
 def protected_roots(out_dir=None) -> List[str]:
-    """What no solution may change: the sources that make verdicts (gate, definitions with their
-    references and tolerances, input synthesis, trace model), the kernelwright cache (device
-    ceilings, hidden salt) and, when given, the run's results folder.
+    """What no solution may change: the whole kernelwright package (the sources that make
+    verdicts — gate, definitions with their references and tolerances, input synthesis, trace
+    model — and also the shipped solutions, the baselines and the report code: a solution that
+    edits a rival's or the report's source at import would change later runs; red-team case
+    ``edit_shipped``), the kernelwright cache (device ceilings, hidden salt) and, when given, the
+    run's results folder.  The package's bytecode is compiled first (``_precompile``).
 
     ``KERNELWRIGHT_PROTECT_SOURCES=0`` leaves the sources out (a shared development checkout
     where people edit them while runs are in progress: the gate cannot tell who changed a
@@ -428,9 +452,11 @@ def protected_roots(out_dir=None) -> List[str]:
     from kernelwright.gate.device_info import cache_dir
 
     pkg = os.path.dirname(os.path.abspath(kernelwright.__file__))
-    roots = [os.path.join(pkg, d) for d in ("gate", "definitions", "inputs", "trace")]
+    roots = [pkg]
     if os.environ.get("KERNELWRIGHT_PROTECT_SOURCES", "1") == "0":
         roots = []   # a shared development checkout where people edit these files during runs
+    else:
+        _precompile(pkg)
     roots.append(str(cache_dir()))
     if out_dir is not None:
         roots.append(os.path.abspath(str(out_dir)))

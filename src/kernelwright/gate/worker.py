@@ -39,13 +39,36 @@ INT_POISON = (-(2**31 - 1), 0)
 
 
 def poison(outputs: List[torch.Tensor], variant: int = 0) -> None:
-    for t in outputs:
-        if t.is_floating_point():
-            t.fill_(FLOAT_POISON[variant])
-        elif t.dtype == torch.bool:
-            t.fill_(bool(variant))
-        else:
-            t.fill_(INT_POISON[variant])
+    """Fill every tensor with the poison value of ``variant``.  Through the class's methods, never
+    the tensor's own attributes: a solution can set ``y.fill_ = hook`` on a buffer it was handed,
+    and the hook would run inside the harness, off the clock (red-team case ``shadow_fill``)."""
+    fill = torch.Tensor.fill_
+    with torch._C.DisableTorchFunctionSubclass():   # nor a subclass's __torch_function__
+        for t in outputs:
+            if torch.Tensor.is_floating_point(t):
+                fill(t, FLOAT_POISON[variant])
+            elif t.dtype == torch.bool:
+                fill(t, bool(variant))
+            else:
+                fill(t, INT_POISON[variant])
+
+
+def guard_plain_tensors(tensors: List[torch.Tensor], what: str) -> None:
+    """Reject tensors that carry attributes of their own: the harness calls methods of its
+    buffers and of returned tensors (``fill_``, ``copy_``, ``untyped_storage``), and an instance
+    attribute of that name would run the solution's code in the harness, off the clock (red-team
+    cases ``shadow_fill``, ``shadow_storage``).  ``vars`` reads the instance dict through the
+    type's own descriptor, so it cannot be shadowed itself.
+
+    Raises SolutionError(RUNTIME_ERROR, GATE_TAMPERED) naming the tensor and its attributes."""
+    for t in tensors:
+        if type(t) is not torch.Tensor:
+            raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                                f"{what} is now a {type(t).__module__}.{type(t).__qualname__}, not a torch.Tensor")
+        own = vars(t)
+        if own:
+            raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                                f"{what} carries attributes set by the solution: {sorted(own)[:8]}")
 
 
 class SolutionError(Exception):
@@ -341,7 +364,7 @@ class Harness:
             })
         for _ in range(msg["samples"]):
             self.samples.append([self._empty(shape, dt) for _, shape, dt in self.output_meta])
-        self._ptrs = [[t.untyped_storage().data_ptr() for t in st["inputs"] + st["outputs"]] for st in self.sets]
+        self._ptrs = [[guards.storage_span(t)[0] for t in st["inputs"] + st["outputs"]] for st in self.sets]
         self.last_specs: Dict[int, Any] = {}
         return {"ok": True, "sets": self.sets, "samples": self.samples}
 
@@ -361,8 +384,11 @@ class Harness:
                       if tid not in self.threads_at_load)[:limit]
 
     def _check_rebound(self, set_index: int) -> None:
+        """After each call: the buffers carry no attributes of their own and still own the storage
+        they were allocated with."""
         st = self.sets[set_index]
-        now = [t.untyped_storage().data_ptr() for t in st["inputs"] + st["outputs"]]
+        guard_plain_tensors(st["inputs"] + st["outputs"], "buffer")
+        now = [guards.storage_span(t)[0] for t in st["inputs"] + st["outputs"]]
         if now != self._ptrs[set_index]:
             raise SolutionError("RUNTIME_ERROR", guards.INPUT_MUTATED,
                                 "an input or output buffer was rebound to other storage during the call")
@@ -382,10 +408,15 @@ class Harness:
     def _accept_returned(self, returned: Any, args: List[Any], outputs: List[torch.Tensor]) -> None:
         """Validate a value-returning solution's result and copy it into the output buffers."""
         names = [m[0] for m in self.output_meta]
-        if isinstance(returned, dict):
-            items = [returned.get(n) for n in names]
-        elif isinstance(returned, (tuple, list)):
-            items = list(returned)
+        # the containers' own C methods: a subclass's get/__iter__ would run the solution's code
+        # here, after the clock stopped (red-team case ``lazy_container``)
+        kind = type(returned)
+        if issubclass(kind, dict):
+            items = [dict.get(returned, n) for n in names]
+        elif issubclass(kind, tuple):
+            items = list(tuple.__iter__(returned))
+        elif issubclass(kind, list):
+            items = list(list.__iter__(returned))
         else:
             items = [returned]
         if len(items) != len(names):
@@ -395,6 +426,7 @@ class Harness:
             if type(item) is not torch.Tensor:
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_NOT_TENSOR,
                                     f"output {name!r} is {type(item).__module__}.{type(item).__qualname__}, not a plain torch.Tensor")
+            guard_plain_tensors([item], f"returned output {name!r}")
             if item.layout != torch.strided or item.is_nested or item.requires_grad:
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_NOT_TENSOR,
                                     f"output {name!r} is not a plain strided tensor (layout {item.layout}, "
@@ -411,7 +443,7 @@ class Harness:
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_REUSED,
                                     f"output {name!r} is the storage returned by the previous call (cached output)")
         for item, buf in zip(items, outputs):
-            buf.copy_(item)
+            torch.Tensor.copy_(buf, item)
         # the caller owns returned tensors: scribble over them, so that a solution that hands out
         # the same storage again (an output cache) hands out poison
         poison(list(items), 1)
@@ -486,7 +518,7 @@ class Harness:
             if shape is None:
                 scalars[name] = new[name]
             else:
-                next(tensors).copy_(new[name])
+                torch.Tensor.copy_(next(tensors), new[name])   # the class's method (see poison)
         self.last_specs[set_index] = spec
         return scalars
 
