@@ -1,4 +1,4 @@
-"""`kernelwright bench` input checks (CPU, no evaluation runs)."""
+"""`kernelwright bench` / `eval` / `profile` input checks (CPU, no evaluation runs)."""
 
 import shutil
 from pathlib import Path
@@ -21,3 +21,20 @@ def test_a_solution_named_like_a_shipped_one_is_refused(tmp_path):
     assert "already taken" in res.output and "manifest.json" in res.output
     assert "Traceback" not in res.output
     assert not (tmp_path / "out" / "traces").exists()        # refused before anything ran
+
+
+def test_iteration_counts_must_be_positive():
+    for flag, value in (("--warmup", "-1"), ("--iterations", "0"), ("--trials", "0")):
+        res = CliRunner().invoke(app, ["eval", str(SHIPPED_DEMO), "--device", "cpu", "--quick", flag, value])
+        assert res.exit_code == 2 and flag in res.output, (flag, res.output)
+
+
+def test_profile_reports_bad_requests_in_one_line(tmp_path):
+    from kernelwright.workflow import profiler
+
+    assert profiler.main([str(SHIPPED_DEMO), "-d", "moe", "--device", "cpu"]) == 2      # written for another definition
+    broken = tmp_path / "broken"
+    shutil.copytree(SHIPPED_DEMO, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(broken / "kernel.py", "a") as fh:
+        fh.write("\ndef (\n")
+    assert profiler.main([str(broken), "-d", "demo", "--quick", "--device", "cpu"]) == 1   # fails to build

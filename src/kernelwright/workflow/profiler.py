@@ -51,6 +51,22 @@ def _load_entry(solution_dir: Path):
     return sol, getattr(module, sol.spec.entry_symbol)
 
 
+def _mismatch(solution_dir: Path, definition: str) -> Optional[str]:
+    """A one-line problem with the request (unknown definition, unreadable manifest, a solution
+    written for another definition), or None."""
+    from kernelwright import definitions
+    from kernelwright.solutions import load_solution_folder
+
+    try:
+        builtin = definitions.resolve(definition)
+        sol = load_solution_folder(solution_dir)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+    if builtin.name.replace("__quick", "") != sol.definition:
+        return f"solution {sol.name!r} is for {sol.definition}, not {builtin.name.replace('__quick', '')}"
+    return None
+
+
 def _builtin(definition: str, quick: bool):
     from kernelwright import definitions
 
@@ -320,7 +336,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.target:
         _target(args.solution, args.definition, args.quick, args.target)
         return 0
-    data = profile_local(args.solution, args.definition, args.quick, device, args.tool)
+    problem = _mismatch(args.solution, args.definition)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        data = profile_local(args.solution, args.definition, args.quick, device, args.tool)
+    except Exception as exc:   # the solution under study failed to build or run: one line, not a traceback
+        print(f"error: {args.solution} failed in the profiler: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}",
+              file=sys.stderr)
+        return 1
     if data["tool"] == "ncu":
         for r in data["regimes"]:
             try:
