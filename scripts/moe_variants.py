@@ -133,6 +133,8 @@ VARIANTS = {
                                 G2_PERSIST=2)),
     "t12p1sm3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
                                  G2_STAGES=3, G2_PERSIST=3)),
+    "t12p1sm3e": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                                  G2_STAGES=3, G2_PERSIST=3, G2_SKIP_EMPTY=True)),   # prepared, not measured
     "t12p1sm0": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
                                  G2_PERSIST=0)),
     "t2s4": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4)),
@@ -231,10 +233,10 @@ def aot(out_dir: str) -> None:
                       w_desc=f"tensordesc<fp8e4nv[{bn2},{qg}]>", w_scale_ptr="*fp32",
                       block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
                  dict(H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"],
-                      **loc, SUB=sub),
+                      **loc, SUB=sub, SKIP_EMPTY=bool(cfg.get("G2_SKIP_EMPTY"))),
                  cfg["G2_WARPS"], cfg["G2_STAGES"],
                  f"g2_tma_bm{bm // sub}x{sub}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}"
-                 f"_g{cfg['G2_GROUP']}_p{int(per)}")
+                 f"_g{cfg['G2_GROUP']}_p{int(per)}_e{int(bool(cfg.get('G2_SKIP_EMPTY')))}")
         else:
             per = bool(cfg.get("PERSIST"))
             loc = dict(NUM_LOCAL=32, NUM_LOCAL_P2=32, PERSIST=per)

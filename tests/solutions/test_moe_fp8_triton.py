@@ -304,6 +304,8 @@ def test_shipped_config_unchanged():
     dict(TMA=True, BLOCK_M=32, QG=128, PERSIST=2, A_SCALE_SORTED=True),  # gather writes row scales
     dict(TMA=True, BLOCK_M=32, QG=128, G2_SPLIT_M=2),    # GEMM2 on half M-blocks
     dict(TMA=True, BLOCK_M=32, QG=64, G2_SPLIT_M=2, PERSIST=2, G2_BLOCK_N=64),
+    dict(TMA=True, BLOCK_M=32, QG=128, G2_SPLIT_M=2, G2_SKIP_EMPTY=True),
+    dict(TMA=True, BLOCK_M=32, QG=64, G2_SPLIT_M=2, PERSIST=2, G2_BLOCK_N=64, G2_SKIP_EMPTY=True),
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1

@@ -191,7 +191,8 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16.  Config key
     A_SCALE_SORTED (default False): the gather also writes the activation scales in row order
     for GEMM1 (gemm_tma._gather_rows_kernel).  Config key G2_SPLIT_M (default 1): GEMM2 tiles of
-    BLOCK_M / G2_SPLIT_M rows (gemm_tma._gemm2_tma_kernel).  Config key PERSIST
+    BLOCK_M / G2_SPLIT_M rows (gemm_tma._gemm2_tma_kernel), and G2_SKIP_EMPTY (default False)
+    skips those without a valid row.  Config key PERSIST
     (programs per SM, default 0): grids of at most PERSIST * SMs programs that stride over the
     used tiles (gemm_tma.py) instead of one program per bounded tile."""
     T, H = hidden_states.shape
@@ -229,6 +230,7 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
         block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=g2_bn, QG=qg,
         SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub,
+        SKIP_EMPTY=bool(cfg.get("G2_SKIP_EMPTY")),
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
