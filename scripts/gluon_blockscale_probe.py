@@ -86,10 +86,12 @@ def _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes: 
 def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, c_desc, M, N, K: gl.constexpr,
                           BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
                           num_warps: gl.constexpr, IN_FLIGHT: gl.constexpr = 1, SCALES: gl.constexpr = True,
-                          TMA_STORE: gl.constexpr = False):
+                          TMA_STORE: gl.constexpr = False, GROUP: gl.constexpr = 0):
     """Diagnostics (2026-11-30 probe): IN_FLIGHT = 0 waits for every MMA; SCALES = False drops the
     scale loads and multiplies; TMA_STORE = True writes C through shared memory and a TMA store
-    (c_desc, block [BLOCK_M, BLOCK_N] bf16) instead of per-thread stores from the MMA layout."""
+    (c_desc, block [BLOCK_M, BLOCK_N] bf16) instead of per-thread stores from the MMA layout;
+    GROUP > 0 replaces the fully unrolled K loop (cubin 159 KB at K = 2048: does the instruction
+    cache hold it?) by a runtime loop over groups of GROUP K blocks (KB % GROUP == 0)."""
     BLOCK_K: gl.constexpr = 128
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
@@ -125,25 +127,49 @@ def blockscale_gemm_gluon(a_desc, b_desc, a_scale_ptr, b_scale_ptr, c_ptr, c_des
     p0 = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
     p1 = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
 
-    mbarrier.wait(ready.index(0), phase=0)
-    p0 = warpgroup_mma(a_bufs.index(0), b_bufs.index(0).permute((1, 0)), p0, use_acc=False, is_async=True)
-    # K blocks in pairs (k, k+1) after block 0; KB is even (H = 7168 and I = 2048 give 56 and 16).
-    # The loop is unrolled (K is constexpr): with a runtime loop the product in flight across the
-    # back edge makes ptxas serialise every wgmma (C7514); unrolled, it keeps one in flight.
-    for k in gl.static_range(1, KB - 1, 2):
-        p1 = _issue(a_bufs, b_bufs, ready, k, p1, NUM_STAGES)
+    if GROUP == 0:
+        mbarrier.wait(ready.index(0), phase=0)
+        p0 = warpgroup_mma(a_bufs.index(0), b_bufs.index(0).permute((1, 0)), p0, use_acc=False, is_async=True)
+        # K blocks in pairs (k, k+1) after block 0; KB is even (H = 7168 and I = 2048 give 56 and 16).
+        # The loop is unrolled (K is constexpr): with a runtime loop the product in flight across the
+        # back edge makes ptxas serialise every wgmma (C7514); unrolled, it keeps one in flight.
+        for k in gl.static_range(1, KB - 1, 2):
+            p1 = _issue(a_bufs, b_bufs, ready, k, p1, NUM_STAGES)
+            p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
+            acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, k - 1, SCALES)
+            _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
+            p0 = _issue(a_bufs, b_bufs, ready, k + 1, p0, NUM_STAGES)
+            p1 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p1,))
+            acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, k, SCALES)
+            _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes, NUM_STAGES)
+        p1 = _issue(a_bufs, b_bufs, ready, KB - 1, p1, NUM_STAGES)
         p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
-        acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, k - 1, SCALES)
-        _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
-        p0 = _issue(a_bufs, b_bufs, ready, k + 1, p0, NUM_STAGES)
-        p1 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p1,))
-        acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, k, SCALES)
-        _refill(a_desc, b_desc, a_bufs, b_bufs, ready, k, KB, off_m, off_n, nbytes, NUM_STAGES)
-    p1 = _issue(a_bufs, b_bufs, ready, KB - 1, p1, NUM_STAGES)
-    p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
-    acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, KB - 2, SCALES)
-    p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
-    acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, KB - 1, SCALES)
+        acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, KB - 2, SCALES)
+        p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
+        acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, KB - 1, SCALES)
+    else:
+        # a runtime loop over groups of GROUP K blocks: one MMA in flight inside a group, none
+        # across the back edge (the group ends with wait 0), so the code stays small; GROUP = 1 is
+        # the plain pipelined loop (every MMA waited for before its promotion)
+        for g in range(0, KB, GROUP):
+            p0 = _issue(a_bufs, b_bufs, ready, g, p0, NUM_STAGES)
+            for j in gl.static_range(1, GROUP):
+                if j % 2 == 1:
+                    p1 = _issue(a_bufs, b_bufs, ready, g + j, p1, NUM_STAGES)
+                    p0 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p0,))
+                    acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, g + j - 1, SCALES)
+                else:
+                    p0 = _issue(a_bufs, b_bufs, ready, g + j, p0, NUM_STAGES)
+                    p1 = warpgroup_mma_wait(num_outstanding=IN_FLIGHT, deps=(p1,))
+                    acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, g + j - 1, SCALES)
+                _refill(a_desc, b_desc, a_bufs, b_bufs, ready, g + j - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
+            if (GROUP - 1) % 2 == 1:
+                p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
+                acc = _promote(acc, p1, a_scale_ptr, b_scales, rows, row_ok, M, g + GROUP - 1, SCALES)
+            else:
+                p0 = warpgroup_mma_wait(num_outstanding=0, deps=(p0,))
+                acc = _promote(acc, p0, a_scale_ptr, b_scales, rows, row_ok, M, g + GROUP - 1, SCALES)
+            _refill(a_desc, b_desc, a_bufs, b_bufs, ready, g + GROUP - 1, KB, off_m, off_n, nbytes, NUM_STAGES)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.invalidate(ready.index(i))
 
@@ -234,13 +260,18 @@ def aot() -> None:
                       dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", b_desc=f"tensordesc<fp8e4nv[{bn},128]>"),
                       dict(BLOCK_M=bm, BLOCK_N=bn, WARP_SPECIALIZE=True)),
     }
+    for K, grp in ((2048, 1), (2048, 2), (2048, 4), (7168, 0), (7168, 4)):
+        jobs[f"gluon-K{K}-g{grp}"] = (GluonASTSource, blockscale_gemm_gluon, jobs["gluon"][2],
+                                      dict(jobs["gluon"][3], GROUP=grp, K_AOT=K))
     for tag, (source, fn, descs, const) in jobs.items():
         sig = dict(descs, a_scale_ptr="*fp32", b_scale_ptr="*fp32", c_ptr="*bf16", M="i32", N="i32", K="i32")
-        if tag == "gluon":
+        if tag.startswith("gluon"):
             layout_c = gl.NVMMASharedLayout.get_default_for([bm, bn], gl.bfloat16)
             sig = dict(descs, a_scale_ptr="*fp32", b_scale_ptr="*fp32", c_ptr="*bf16",
                        c_desc=f"tensordesc<bf16[{bm},{bn}],{layout_c!r}>", M="i32", N="i32", K="constexpr")
-            const = dict(const, K=2048, SCALES=True, TMA_STORE=False)       # GEMM2's K (I = 2048)
+            const = dict(const)
+            const = dict(const, K=const.pop("K_AOT", 2048), SCALES=True, TMA_STORE=False,
+                         GROUP=const.get("GROUP", 0))       # default: GEMM2's K (I = 2048)
         sig.update({k: "constexpr" for k in const})
         attrs = {(i,): [["tt.divisibility", 16]] for i, v in enumerate(sig.values()) if v.startswith("*")}
         k = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
@@ -249,12 +280,14 @@ def aot() -> None:
         path = f"/tmp/blockscale_{tag}.ptx"
         with open(path, "w") as fh:
             fh.write(ptx)
-        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", os.devnull], capture_output=True, text=True)
+        cubin = path[:-4] + ".cubin"
+        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", cubin], capture_output=True, text=True)
         used = [ln.split("info    :")[-1].strip() for ln in r.stderr.splitlines() if "Used" in ln or "spill" in ln]
         waits = re.findall(r"wgmma.wait_group.sync.aligned (\d+)", ptx)
         notes = [ln.split("info    :")[-1].strip()[:90] for ln in r.stderr.splitlines() if "(C75" in ln]
-        print(f"{tag:<12} smem {k.metadata.shared:>7} B  waits {waits}  setmaxnreg {ptx.count('setmaxnreg')}  "
-              f"{used}  ptxas notes: {notes or 'none'}")
+        size = os.path.getsize(cubin) if os.path.exists(cubin) else 0
+        print(f"{tag:<16} smem {k.metadata.shared:>7} B  cubin {size:>7} B  waits {''.join(waits)}  "
+              f"setmaxnreg {ptx.count('setmaxnreg')}  {used}  ptxas notes: {notes or 'none'}")
 
 
 SHAPES = ((2048, 7168, 2048), (8192, 7168, 2048), (8192, 4096, 7168))   # GEMM2, GEMM2, GEMM1 (M, N, K)
@@ -305,6 +338,8 @@ def gpu(stage_counts: list[int], json_path: str | None, triton_configs=(), shape
             runs["gluon-s4-tmastore"] = (lambda c: run_gluon(c, TMA_STORE=True), True)
             runs["gluon-s4-noscale"] = (lambda c: run_gluon(c, SCALES=False), False)
             runs["gluon-s4-noscale-wait0"] = (lambda c: run_gluon(c, SCALES=False, IN_FLIGHT=0), False)
+            for grp in (1, 2, 4):   # runtime K loop over groups: small code (see the --aot cubin sizes)
+                runs[f"gluon-s4-g{grp}"] = (lambda c, grp=grp: run_gluon(c, GROUP=grp), True)
 
         def run_triton(c):
             blockscale_gemm_triton[grid](TensorDescriptor.from_tensor(a, [bm, 128]),
