@@ -127,7 +127,7 @@ def bench_cmd(
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
-    pool: Optional[int] = typer.Option(None, "--pool", help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
+    pool: Optional[int] = typer.Option(None, "--pool", min=0, help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Run the jobs on a Ray cluster: auto, host:6379, ray://host:10001 or local (needs the ray extra; falls back to the local pool without it)."),
 ) -> None:
     """Evaluate solutions on every workload of each definition and print one table per definition.
@@ -211,7 +211,7 @@ def eval_cmd(
     if quick and not builtin.name.endswith("__quick"):
         builtin = builtin.quick_variant()
     if builtin.name.replace("__quick", "") != sol.definition:
-        raise UsageError(f"solution {sol.name!r} is for {sol.definition}, not {builtin.name}")
+        raise UsageError(f"solution {sol.name!r} is for {sol.definition}, not {builtin.name.replace('__quick', '')}")
     device = require_device(device)
     cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -282,7 +282,8 @@ def solutions_list() -> None:
     from kernelwright.solutions import shipped_solutions
 
     for s in shipped_solutions():
-        console.print(f"{s.name:40s} {s.definition}  ({s.spec.language.value}, {len(s.sources)} files)")
+        n = len(s.sources)
+        console.print(f"{s.name:40s} {s.definition}  ({s.spec.language.value}, {n} file{'' if n == 1 else 's'})")
 
 
 @solutions_app.command("export")

@@ -78,7 +78,8 @@ def resolve_devices(devices: DeviceSpec = None, kind: str = "cuda", visible: Opt
     else:
         names = [f"cuda:{d}" if isinstance(d, int) or str(d).strip().isdigit() else str(d).strip() for d in devices]
     if not names:
-        raise ValueError("no device for the pool (no GPU visible? use devices=['cpu'] for a CPU pool)")
+        raise ValueError("no device for the pool: no GPU visible, or a pool size below 1 "
+                         "(CLI: --pool N with N >= 1 GPUs; Python: devices=['cpu', 'cpu'] for a CPU pool)")
     kinds = {"cuda" if n.startswith("cuda") else n for n in names}
     if kinds - {"cuda", "cpu"}:
         raise ValueError(f"unknown device(s) {sorted(kinds - {'cuda', 'cpu'})}: use cuda:N or cpu")

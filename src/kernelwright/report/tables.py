@@ -36,7 +36,8 @@ def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -
             style = None if s["all_passed"] else "red"
             cells = [s["label"], passed, _fmt(s["mean_latency_us"])]
             cells += [_fmt(s["regime_latency_us"].get(r)) for r in regimes]
-            cells.append(_fmt(s["mean_speedup_vs_reference"], ".1f", "×"))
+            ref = s["mean_speedup_vs_reference"]
+            cells.append(_fmt(ref, ".2g" if ref is not None and ref < 1 else ".1f", "×"))   # CPU: 0.03×, not 0.0×
             for b in baselines + lower:
                 v = s["speedup_vs"].get(b)
                 cells.append("—" if v is None else f"{v['mean_speedup']:.2f}×")

@@ -21,7 +21,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from kernelwright.workflow import runs as V
 from kernelwright.workflow.state import State, StateError
@@ -213,6 +213,9 @@ def render_status(info: Dict[str, Any], console) -> None:
     console.print(f"  used: tokens {lim(t['tokens'], budget.get('max_tokens'))}, cost ${lim(t['cost_usd'], budget.get('max_cost_usd'), '{:.2f}')}, "
                   f"attempts {lim(t['attempts'], budget.get('max_attempts'))}, cycles {lim(t['cycles'], budget.get('max_cycles'))}, "
                   f"time {lim(run['active_s'], budget.get('max_wall_s'))} s, device {t['device_s']:.0f} s, turns {t['turns']}")
+    agents = info["config"].get("agents", {})
+    if agents and all(a.get("backend") == "scripted" for a in agents.values() if isinstance(a, dict)):
+        console.print("  (scripted agents: their token and cost figures are made up by the script; nothing was spent)")
     if info["cycle"]:
         c = info["cycle"]
         console.print(f"  cycle {c['idx']}: {c['status']}")
