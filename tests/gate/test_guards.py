@@ -220,3 +220,23 @@ def test_call_threads_count_only_threads_started_during_calls(monkeypatch):
     before = dict(live)
     note(h, before)                          # a call that starts nothing keeps the live ones
     assert sorted(h.call_threads) == [5, 6]
+
+
+def test_harness_tensor_calls_ignore_attributes_a_solution_sets():
+    """The harness poisons and inspects buffers through the class's methods, and rejects buffers
+    or returned tensors that carry attributes of their own (red-team cases shadow_fill,
+    shadow_storage)."""
+    import torch
+
+    from kernelwright.gate.worker import SolutionError, guard_plain_tensors, poison
+
+    y = torch.zeros(4)
+    called = []
+    y.fill_ = lambda value: called.append(value)          # what a solution can do to a buffer
+    poison([y])
+    assert not called and torch.isnan(y).all()           # the class's fill_ ran, not the hook
+    y.untyped_storage = lambda: called.append("storage")
+    assert guards.storage_span(y)[0] == torch.Tensor.untyped_storage(y).data_ptr() and not called
+    with pytest.raises(SolutionError, match="fill_"):
+        guard_plain_tensors([y], "buffer")
+    guard_plain_tensors([torch.zeros(2)], "buffer")      # a plain tensor passes
