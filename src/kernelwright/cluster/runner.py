@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from kernelwright.gate.bench import Candidate
 from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate, time_only
-from kernelwright.gate.session import Timeouts, WorkerSession
+from kernelwright.gate.session import Timeouts, WorkerSession, focus
 from kernelwright.trace import Solution, Workload
 
 from kernelwright.cluster.jobs import load_definition_ref
@@ -181,6 +181,7 @@ class JobRunner:
                 for cand in wire["candidates"]:
                     yield {"op": "started", "index": cand["index"], "label": cand["label"]}
                     run = self._run_for(cand, timeouts, log_dir)
+                    focus([r.session for r in self._runs.values()], run.session)   # the others are stopped
                     if cand["role"] == "lower_bound":
                         ms = time_only(run, ctx)
                         yield {"op": "lower_bound", "index": cand["index"], "solution": run.session.solution.name,

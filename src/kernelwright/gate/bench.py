@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional
 
 from kernelwright.definitions.base import BuiltinDefinition
 from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
-from kernelwright.gate.session import Timeouts, WorkerSession
+from kernelwright.gate.session import Timeouts, WorkerSession, focus
 from kernelwright.trace import Solution, Trace, Workload
 from kernelwright.trace.jsonio import append_jsonl
 
@@ -80,6 +80,7 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
                 for cand, srun in runs:
                     if progress:
                         progress(f"{plan.builtin.short}: {cand.label} on {workload.uuid[:8]}", done, total)
+                    focus([r.session for _, r in runs], srun.session)   # the others' workers are stopped
                     if cand.role == "lower_bound":
                         from kernelwright.gate.evaluate import time_only
 

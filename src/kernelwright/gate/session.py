@@ -58,6 +58,7 @@ class WorkerSession:
         self._logs: List[str] = []
         self.proc = None
         self._own_group = False
+        self._paused = False
         self._peer = wire.Peer()
         self.conn = None
         self.load_reply: Dict[str, Any] = {}
@@ -105,11 +106,34 @@ class WorkerSession:
                                         "trusted": self.trusted, "prepare": self.prepare}, self.timeouts.load_s)
         return self.load_reply
 
+    def pause(self) -> None:
+        """Stop the worker's process group (SIGSTOP) while another candidate of the same run is
+        evaluated: a worker that is not being judged runs nothing, so its threads can neither
+        touch the files a rival is judged by nor signal the rival's worker (docs/gate.md, section 3,
+        item 14; red-team pass of 2026-11-30).  ``request``, ``close`` and ``kill`` resume it."""
+        if self._paused or not self._own_group or not self.alive:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+            self._paused = True
+        except OSError:
+            pass
+
+    def resume(self) -> None:
+        if not self._paused:
+            return
+        self._paused = False
+        try:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+        except (OSError, AttributeError):
+            pass
+
     def restart(self) -> Dict[str, Any]:
         self.restarts += 1
         return self.start()
 
     def close(self) -> None:
+        self.resume()
         if self.proc is not None:
             if self.proc.is_alive() and self.conn is not None:
                 try:
@@ -137,6 +161,7 @@ class WorkerSession:
         if not self.alive:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
+        self.resume()
         before = guards.snapshot_files(self.protect, self._logs, (self.log_dir,)) if self.protect else None
         started = time.perf_counter()
         try:
@@ -190,6 +215,7 @@ class WorkerSession:
                 "error": f"worker died ({why})\n" + self.log_tail()}
 
     def kill(self) -> None:
+        self.resume()
         if self.proc is not None and self.proc.is_alive():
             self.proc.kill()
             self.proc.join(5)
@@ -221,3 +247,13 @@ class WorkerSession:
             data = fh.read()
         self._log_offset += len(data)
         return data[-limit:].decode(errors="replace")
+
+
+def focus(sessions, current: "WorkerSession") -> None:
+    """Before ``current`` is evaluated: pause every other session of the same run and resume
+    ``current`` (``WorkerSession.pause``).  Only sessions used one at a time belong together (one
+    bench run, one pool worker's GPU); never pass sessions that run concurrently."""
+    for other in sessions:
+        if other is not current:
+            other.pause()
+    current.resume()
