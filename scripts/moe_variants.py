@@ -143,6 +143,10 @@ VARIANTS = {
     "td1": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=6, G2_BLOCK_N=64, G2_STAGES=6)),
     "td2": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_STAGES=8)),
     "td3": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=4, G2_BLOCK_N=64, G2_STAGES=4)),
+    # decode, prepared (not measured): more bytes in flight per GEMM1 program (ncu: 55 % of DRAM peak
+    # at T = 7 with d2's 2 x 36 KB stages in flight)
+    "d2k512": ("decode", dict(_D, G1_BLOCK_K=512, G1_STAGES=3, G2_BLOCK_K=128)),
+    "d8k256": ("decode", dict(_D, QG=32, G1_BLOCK_K=256, G1_STAGES=6, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6)),
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),

@@ -32,7 +32,24 @@ _MODULES = (
     "kernelwright.gate.timing", "kernelwright.gate.worker", "kernelwright.gate.guards",
     "kernelwright.gate.integrity", "kernelwright.gate.fresh", "kernelwright.inputs",
     "kernelwright.inputs.random", "kernelwright.inputs.paging", "kernelwright.inputs.routing",
+    # the definitions whose make_inputs the worker calls between timed iterations (red-team pass of
+    # 2026-11-30: a hook on a definition's make_inputs did the work while the inputs were written)
+    "kernelwright.definitions", "kernelwright.definitions.base",
 )
+
+# aten operators the harness runs on its own tensors between timed iterations (poisoning, input
+# regeneration, the L2 flush, checks): a kernel registered over one of them through torch.library
+# would run the solution's code there, off the clock (red-team case ``dispatch_fill``).  Their
+# dispatcher tables are part of the hook state.
+_HARNESS_OPS = ("aten::fill_.Scalar", "aten::fill_.Tensor", "aten::copy_", "aten::zero_",
+                "aten::empty.memory_format", "aten::empty_strided", "aten::normal_", "aten::uniform_",
+                "aten::random_", "aten::random_.from", "aten::random_.to", "aten::randn",
+                "aten::randint.low", "aten::randperm", "aten::exponential_", "aten::bernoulli_.float",
+                "aten::clone", "aten::contiguous", "aten::view", "aten::reshape", "aten::to.dtype",
+                "aten::_to_copy", "aten::equal", "aten::eq.Tensor", "aten::isnan", "aten::isfinite",
+                "aten::abs", "aten::sub.Tensor", "aten::mul.Tensor", "aten::add.Tensor", "aten::div.Tensor",
+                "aten::sum", "aten::max", "aten::sort", "aten::topk", "aten::index_select", "aten::cat",
+                "aten::stack", "aten::where.self", "aten::masked_fill_.Scalar")
 
 _CLASSES = (
     ("torch.Tensor", lambda: __import__("torch").Tensor),
@@ -118,6 +135,13 @@ def capture(harness: Any = None) -> Snapshot:
             classes[label] = (cls, frozenset(cls.__dict__))
         except Exception:
             continue
+    definitions = sys.modules.get("kernelwright.definitions")
+    if definitions is not None:
+        try:
+            for builtin in definitions.all_builtins():
+                entries += _entries_of(f"definition {builtin.name}", builtin, list(vars(builtin)))
+        except Exception:
+            pass
     extra: Dict[str, Any] = {}
     if harness is not None:
         for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step"):
@@ -209,6 +233,14 @@ def _hook_state() -> Dict[str, Any]:
             length = getattr(torch._C, fn, None)
             if length is not None:
                 state[label] = length()
+    if torch is not None:
+        dump = getattr(torch._C, "_dispatch_dump", None)
+        if dump is not None:
+            for op in _HARNESS_OPS:
+                try:
+                    state[f"dispatcher {op}"] = dump(op)
+                except Exception:
+                    state[f"dispatcher {op}"] = None
     monitoring = getattr(sys, "monitoring", None)   # Python >= 3.12
     if monitoring is not None:
         state["sys.monitoring"] = tuple(monitoring.get_tool(i) for i in range(6))

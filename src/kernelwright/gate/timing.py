@@ -150,7 +150,7 @@ class L2Flusher:
             # next launch, which lands inside the measured call (seen on the H200: tens of µs).
             if self._reset_persisting is not None and persisting_l2_limit():
                 self._reset_persisting()
-            self.buffer.zero_()
+            torch.Tensor.zero_(self.buffer)   # the class's method: an attribute set on the buffer is ignored
 
 
 def _persisting_l2_resetter() -> Optional[Callable[[], None]]:

@@ -254,6 +254,10 @@ class Harness:
             if op == "exit":
                 return
             started = prims.now()
+            try:   # what changed between messages (a thread of the solution) is reported too
+                early = changed(snapshot)
+            except Exception as exc:
+                early = [f"integrity check failed: {type(exc).__name__}"]
             try:
                 handler = handlers.get(op)
                 if handler is None:
@@ -267,9 +271,9 @@ class Harness:
             if op in ("load", "alloc"):
                 rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
             try:
-                reply["tampered"] = changed(snapshot)
+                reply["tampered"] = list(dict.fromkeys(early + changed(snapshot)))
             except Exception as exc:
-                reply["tampered"] = [f"integrity check failed: {type(exc).__name__}"]
+                reply["tampered"] = early + [f"integrity check failed: {type(exc).__name__}"]
             reply["op_wall_s"] = prims.now() - started
             if op == "ping":
                 reply["pong"] = msg.get("nonce")
@@ -412,6 +416,11 @@ class Harness:
         # here, after the clock stopped (red-team case ``lazy_container``)
         kind = type(returned)
         if issubclass(kind, dict):
+            # keys must be plain str: a lookup compares with the stored key's own __eq__
+            odd = [type(k).__qualname__ for k in dict.keys(returned) if type(k) is not str]
+            if odd:
+                raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_NOT_TENSOR,
+                                    f"the returned dict has keys that are not plain str: {odd[:4]}")
             items = [dict.get(returned, n) for n in names]
         elif issubclass(kind, tuple):
             items = list(tuple.__iter__(returned))
@@ -511,16 +520,41 @@ class Harness:
     # -- timing ----------------------------------------------------------------------------
     def _regenerate(self, builtin, workload, spec, set_index: int) -> Dict[str, Any]:
         """Fill buffer set ``set_index`` with the inputs of ``spec`` (``fresh.expand``)."""
-        new = fresh.expand(builtin, workload, spec, self.device)
+        new = dict(dict.items(fresh.expand(builtin, workload, spec, self.device)))   # a plain dict
         tensors = iter(self.sets[set_index]["inputs"])
         scalars = {}
-        for name, shape, _ in self.input_meta:
-            if shape is None:
-                scalars[name] = new[name]
-            else:
-                torch.Tensor.copy_(next(tensors), new[name])   # the class's method (see poison)
+        with torch._C.DisableTorchFunctionSubclass():
+            for name, shape, _ in self.input_meta:
+                if shape is None:
+                    scalars[name] = new[name]
+                else:
+                    torch.Tensor.copy_(next(tensors), new[name])   # the class's method (see poison)
         self.last_specs[set_index] = spec
         return scalars
+
+    def _integrity_now(self) -> frozenset:
+        """What the integrity snapshot reports replaced right now (an op's baseline, kept in the
+        op's own local variable: a harness attribute could be rewritten by the solution)."""
+        snap = getattr(self, "_integrity", None)
+        return frozenset(integrity.changed(snap)) if snap is not None else frozenset()
+
+    def _check_integrity(self, base: frozenset) -> None:
+        """Between timed iterations (off the clock): nothing the integrity snapshot covers was
+        replaced.  The check after each message is not enough inside the timing message: a hook
+        installed by one timed call, used by the harness's steps before the next (input
+        regeneration, poisoning, the L2 flush) and removed before the last would never be seen
+        (red-team pass of 2026-11-30, cases ``flush_hook``).  About 1.3 ms per check on the CPU.
+        Raises SolutionError(RUNTIME_ERROR, TIMER_TAMPERED or GATE_TAMPERED)."""
+        snap = getattr(self, "_integrity", None)
+        if snap is None:
+            return
+        # what was already replaced when the op began is reported with the reply (the trace keeps
+        # its latency); only what appeared since stops the timing here
+        found = [x for x in integrity.changed(snap) if x not in base]
+        if found:
+            timer, _ = integrity.split(found)
+            raise SolutionError("RUNTIME_ERROR", guards.TIMER_TAMPERED if timer else guards.GATE_TAMPERED,
+                                f"replaced in the worker during the timed iterations: {found[:12]}")
 
     def _spec(self, phase: str, i: int):
         """The input spec of iteration ``i`` of ``phase``, asked from the parent now: no call of
@@ -550,6 +584,7 @@ class Harness:
         warmup: int = msg["warmup"]
         nsets = len(self.sets)
         cuda = self.device.type == "cuda"
+        base = self._integrity_now()       # before any solution code runs in this op
         out = T.TimingSamples()
         threads_before = guards.native_thread_count()
         children_before = guards.child_process_count()
@@ -586,6 +621,7 @@ class Harness:
                 self._accept_returned(returned, args, outputs)
             P.sync()
             self._done("time", i)
+            self._check_integrity(base)
             if i >= warmup:
                 out.wall_ms.append((t1 - t0) * 1e3)
                 if cuda:
@@ -624,6 +660,7 @@ class Harness:
 
     def _time_graph(self, builtin, workload, msg, out: T.TimingSamples) -> None:
         count = int(msg["graph_iterations"])
+        base = self._integrity_now()       # the timed loop's own changes were reported or stopped it
         try:
             scalars = self._regenerate(builtin, workload, self._spec("graph", 0), 0)
             args = self._args(0, scalars)
@@ -663,6 +700,7 @@ class Harness:
                 self._previous_returned = []
             P.sync()
             self._done("graph", i)
+            self._check_integrity(base)
             out.graph_latency_ms.append(float(P.event_elapsed(start, end)))
         del graph
 
