@@ -210,8 +210,9 @@ def eval_cmd(
     builtin = definitions.resolve(name)
     if quick and not builtin.name.endswith("__quick"):
         builtin = builtin.quick_variant()
-    if builtin.name.replace("__quick", "") != sol.definition:
-        raise UsageError(f"solution {sol.name!r} is for {sol.definition}, not {builtin.name.replace('__quick', '')}")
+    problem = builtin.foreign_solution(sol)
+    if problem:
+        raise UsageError(problem)
     device = require_device(device)
     cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"

@@ -95,6 +95,18 @@ class BuiltinDefinition:
     def name(self) -> str:
         return self.definition.name
 
+    @property
+    def base_name(self) -> str:
+        """The definition's name without the ``__quick`` suffix of ``quick_variant``."""
+        return self.name.replace("__quick", "")
+
+    def foreign_solution(self, solution) -> Optional[str]:
+        """A one-line problem when ``solution`` (a trace.Solution) was written for another
+        definition than this one (or its quick variant), else None."""
+        if solution.definition != self.base_name:
+            return f"solution {solution.name!r} is for {solution.definition}, not {self.base_name}"
+        return None
+
     def quick_variant(self) -> "BuiltinDefinition":
         """The same definition at reduced const sizes, named ``<name>__quick``, with small
         workloads: what ``--quick`` and the CPU tests run."""

@@ -62,9 +62,7 @@ def _mismatch(solution_dir: Path, definition: str) -> Optional[str]:
         sol = load_solution_folder(solution_dir)
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-    if builtin.name.replace("__quick", "") != sol.definition:
-        return f"solution {sol.name!r} is for {sol.definition}, not {builtin.name.replace('__quick', '')}"
-    return None
+    return builtin.foreign_solution(sol)
 
 
 def _builtin(definition: str, quick: bool):

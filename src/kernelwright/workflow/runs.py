@@ -77,8 +77,9 @@ def create_run(run_dir: Path, cfg: RunConfig) -> State:
         sol = load_solution_folder(sol_dir)
     except (ValueError, KeyError) as exc:
         raise ConfigError(f"{sol_dir}: {exc}") from None
-    if sol.definition != builtin.name.replace("__quick", ""):
-        raise ConfigError(f"solution {sol.name!r} is for {sol.definition}, not {builtin.name}")
+    problem = builtin.foreign_solution(sol)
+    if problem:
+        raise ConfigError(problem)
     cfg = cfg.model_copy(update={"solution": str(Path(sol_dir).resolve())})
     state = State(run_dir, create=True)
     sha = W.create_run_repo(run_dir / "repo", sol_dir, {".kernelwright/task.md": task_md(
