@@ -543,7 +543,7 @@ class Harness:
         replaced.  The check after each message is not enough inside the timing message: a hook
         installed by one timed call, used by the harness's steps before the next (input
         regeneration, poisoning, the L2 flush) and removed before the last would never be seen
-        (red-team pass of 2026-11-30, cases ``flush_hook``).  About 1.3 ms per check on the CPU.
+        (red-team pass of 2026-11-30, case ``flush_hook``).  A few milliseconds per check, off the clock.
         Raises SolutionError(RUNTIME_ERROR, TIMER_TAMPERED or GATE_TAMPERED)."""
         snap = getattr(self, "_integrity", None)
         if snap is None:
