@@ -147,6 +147,17 @@ VARIANTS = {
     # at T = 7 with d2's 2 x 36 KB stages in flight)
     "d2k512": ("decode", dict(_D, G1_BLOCK_K=512, G1_STAGES=3, G2_BLOCK_K=128)),
     "d8k256": ("decode", dict(_D, QG=32, G1_BLOCK_K=256, G1_STAGES=6, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6)),
+    # 2026-11-30 (v7): routing + align in one single-program launch (no counts memset): 3 graph nodes
+    # become 1 at decode, where the small kernels and the gaps between them cost about 11 µs
+    "d2f": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, ROUTE_FUSED=True, ROUTE_BT=8, ROUTE_WARPS=4)),
+    "d2f16": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, ROUTE_FUSED=True, ROUTE_BT=16, ROUTE_WARPS=8)),
+    "d2f4": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, ROUTE_FUSED=True, ROUTE_BT=4, ROUTE_WARPS=2)),
+    "d8f": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, ROUTE_FUSED=True,
+                           ROUTE_BT=8, ROUTE_WARPS=4)),
+    # GEMM1 at T = 7 (ncu, v6): SMs active 65 % of the kernel, 2 programs per SM on about 224 used tiles;
+    # one wider tile per SM (QG 128: 16 N-tiles per expert instead of 32)
+    "d2q128": ("decode", dict(_D, QG=128, G1_BLOCK_K=128, G1_STAGES=4, G2_BLOCK_K=128)),
+    "d2q128k256": ("decode", dict(_D, QG=128, G1_BLOCK_K=256, G1_STAGES=3, G2_BLOCK_K=128)),
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
@@ -278,6 +289,16 @@ def aot(out_dir: str) -> None:
              dict(NUM_EXPERTS=256, N_GROUP=8, TOPK_GROUP=4, TOP_K=8, NUM_LOCAL=32,
                   BLOCK_T=cfg["ROUTE_BT"], OUT_H=H if comb else 1, ZERO_OUT=comb),
              cfg["ROUTE_WARPS"], 1, f"route_bt{cfg['ROUTE_BT']}_w{cfg['ROUTE_WARPS']}_z{int(comb)}")
+        if cfg.get("ROUTE_FUSED"):
+            comp(routing._route_align_kernel,
+                 dict(logits_ptr="*fp32", bias_ptr="*bf16", ids_ptr="*i32", weights_ptr="*fp32",
+                      slots_ptr="*i32", counts_ptr="*i32", sorted_ptr="*i32", pair_row_ptr="*i32",
+                      block_expert_ptr="*i32", block_rows_ptr="*i32", T="i32", num_blocks="i32",
+                      local_offset="i32", scaling="fp32"),
+                 dict(NUM_EXPERTS=256, N_GROUP=8, TOPK_GROUP=4, TOP_K=8, NUM_LOCAL=32, NUM_LOCAL_P2=32,
+                      BLOCK_T=cfg["ROUTE_BT"], BLOCK_M=bm, BLOCK_P=256),
+                 cfg["ROUTE_WARPS"], 1, f"routealign_bt{cfg['ROUTE_BT']}_w{cfg['ROUTE_WARPS']}_bm{bm}")
+            continue          # (no separate routing/align kernels; never COMBINE)
         comp(routing._align_kernel,
              dict(ids_ptr="*i32", slots_ptr="*i32", counts_ptr="*i32", sorted_ptr="*i32",
                   pair_row_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",

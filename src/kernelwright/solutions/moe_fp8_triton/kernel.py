@@ -1,7 +1,8 @@
 """Entry point: fused DeepSeek-V3 FP8 block-scale MoE (destination-passing style).
 
 Per call, Triton launches and one memset, no host synchronisation, every grid sized from shapes
-only (upper bounds; surplus programs exit at once):
+only (upper bounds; surplus programs exit at once).  With the config key ROUTE_FUSED (small T)
+the first three steps are one single-program launch (routing.route_align):
   counts zeroing   memset of E_local int32
   routing   grid cdiv(T, ROUTE_BT)      topk ids/weights [T,8], counts[e] and each local pair's
                                         slot via atomics; with COMBINE also zeroes the output
@@ -34,7 +35,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm1_splitk_epilogue, _gemm2_kernel, _reduce_kernel
 from .gemm_tma import _gather_rows_kernel, _gemm1_tma_kernel, _gemm2_tma_kernel
-from .routing import TOP_K, align, route
+from .routing import TOP_K, align, route, route_align
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
 # (max T, config), first match wins: the fastest correct variant per T range, measured by
@@ -89,12 +90,17 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
     combine = bool(cfg["COMBINE"])
     dev = hidden_states.device
 
-    ids, weights, slots, counts = route(routing_logits.contiguous(), routing_bias.contiguous(),
-                                        local_expert_offset, routed_scaling_factor, num_local,
-                                        block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"],
-                                        zero_out=output if combine else None)
-    sorted_pairs, pair_row, block_expert, block_rows, mb = align(
-        ids, slots, counts, local_expert_offset, num_local, bm)
+    if cfg.get("ROUTE_FUSED"):      # one program routes and aligns (small T): one launch, no memset
+        weights, counts, sorted_pairs, pair_row, block_expert, block_rows, mb = route_align(
+            routing_logits.contiguous(), routing_bias.contiguous(), local_expert_offset,
+            routed_scaling_factor, num_local, bm, block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"])
+    else:
+        ids, weights, slots, counts = route(routing_logits.contiguous(), routing_bias.contiguous(),
+                                            local_expert_offset, routed_scaling_factor, num_local,
+                                            block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"],
+                                            zero_out=output if combine else None)
+        sorted_pairs, pair_row, block_expert, block_rows, mb = align(
+            ids, slots, counts, local_expert_offset, num_local, bm)
     R = mb * bm
 
     c = torch.empty((R, I), dtype=torch.float8_e4m3fn, device=dev)
@@ -284,6 +290,8 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+    if cfg.get("ROUTE_FUSED") and cfg["COMBINE"]:
+        raise ValueError(f"bad MoE config {cfg}: ROUTE_FUSED does not zero the output for COMBINE")
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
     dst = output

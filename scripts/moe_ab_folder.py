@@ -1,0 +1,77 @@
+"""Builds a copy of the shipped MoE solution with some config-table entries changed, under a new
+solution name, so that the gate can time it side by side with the shipped one in ONE bench run
+(same lease, same routing draws, candidates interleaved per workload):
+
+    python scripts/moe_ab_folder.py /tmp/moe-fused --name moe_fused --set 256:ROUTE_FUSED=True,ROUTE_BT=8
+    kernelwright bench -d moe -s /tmp/moe-fused            # the shipped solution runs too
+
+``--set MAX_T:KEY=VALUE,...`` (repeatable) updates the table entry whose max T is MAX_T
+("None" for the last entry); values are Python literals.  Prints the resulting table.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import shutil
+import sys
+from pathlib import Path
+
+SHIPPED = Path(__file__).resolve().parents[1] / "src" / "kernelwright" / "solutions" / "moe_fp8_triton"
+
+
+def parse_set(text: str) -> tuple[int | None, dict]:
+    """'256:ROUTE_FUSED=True,ROUTE_BT=8' -> (256, {'ROUTE_FUSED': True, 'ROUTE_BT': 8})."""
+    head, _, body = text.partition(":")
+    if not body:
+        raise ValueError(f"--set {text!r}: expected MAX_T:KEY=VALUE,...")
+    max_t = None if head.strip() == "None" else int(head)
+    changes = {}
+    for item in body.split(","):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"--set {text!r}: {item!r} is not KEY=VALUE")
+        changes[key.strip()] = ast.literal_eval(value.strip())
+    return max_t, changes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", type=Path, help="folder to write (replaced if it exists)")
+    ap.add_argument("--name", required=True, help="solution name of the copy")
+    ap.add_argument("--set", action="append", default=[], metavar="MAX_T:KEY=VALUE,...")
+    args = ap.parse_args()
+    try:
+        sets = [parse_set(s) for s in args.set]
+    except (ValueError, SyntaxError) as exc:
+        sys.exit(f"error: {exc}")
+    known = set(_table_max_ts())
+    missing = [t for t, _ in sets if t not in known]
+    if missing:
+        sys.exit(f"error: no table entry with max T {missing}; entries: {sorted(known, key=str)}")
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    shutil.copytree(SHIPPED, args.out, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = json.loads((args.out / "manifest.json").read_text())
+    manifest["name"] = args.name
+    manifest["description"] = f"A/B copy of {SHIPPED.name} (scripts/moe_ab_folder.py): {'; '.join(args.set)}"
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    patch = "\n\n# scripts/moe_ab_folder.py: table entries changed for an A/B run\n_SETS = " + repr(sets) + "\n" + (
+        "_CONFIGS = tuple((t, dict(c, **{k: v for mt, s in _SETS if mt == t for k, v in s.items()}))\n"
+        "                 for t, c in _CONFIGS)\n")
+    with open(args.out / "kernel.py", "a") as fh:
+        fh.write(patch)
+    print(json.dumps({"name": args.name, "sets": [[t, s] for t, s in sets]}))
+
+
+def _table_max_ts() -> list:
+    """The shipped table's max-T column, read from kernel.py's source without importing
+    Triton (the CONFIGS-BEGIN/END block is a plain literal)."""
+    text = (SHIPPED / "kernel.py").read_text()
+    block = text[text.index("_CONFIGS = ("):text.index("# CONFIGS-END")]
+    tree = ast.parse(block)
+    return [ast.literal_eval(elt.elts[0]) for elt in tree.body[0].value.elts]
+
+
+if __name__ == "__main__":
+    main()
