@@ -2,8 +2,8 @@
 solution name, so that the gate can time it side by side with the shipped one in ONE bench run
 (same lease, same routing draws, candidates interleaved per workload):
 
-    python scripts/moe_ab_folder.py /tmp/moe-fused --name moe_fused --set 256:ROUTE_FUSED=True,ROUTE_BT=8
-    kernelwright bench -d moe -s /tmp/moe-fused            # the shipped solution runs too
+    python scripts/moe_ab_folder.py /tmp/moe-k512 --name moe_k512 --set 256:G1_BLOCK_K=512,G1_STAGES=3
+    kernelwright bench -d moe -s /tmp/moe-k512            # the shipped solution runs too
 
 ``--set MAX_T:KEY=VALUE,...`` (repeatable) updates the table entry whose max T is MAX_T
 ("None" for the last entry); values are Python literals.  Prints the resulting table.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +22,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "src" / "kernelwright" / "soluti
 
 
 def parse_set(text: str) -> tuple[int | None, dict]:
-    """'256:ROUTE_FUSED=True,ROUTE_BT=8' -> (256, {'ROUTE_FUSED': True, 'ROUTE_BT': 8})."""
+    """'256:G1_BLOCK_K=512,G1_STAGES=3' -> (256, {'G1_BLOCK_K': 512, 'G1_STAGES': 3})."""
     head, _, body = text.partition(":")
     if not body:
         raise ValueError(f"--set {text!r}: expected MAX_T:KEY=VALUE,...")
@@ -31,7 +32,10 @@ def parse_set(text: str) -> tuple[int | None, dict]:
         key, eq, value = item.partition("=")
         if not eq:
             raise ValueError(f"--set {text!r}: {item!r} is not KEY=VALUE")
-        changes[key.strip()] = ast.literal_eval(value.strip())
+        try:
+            changes[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--set {text!r}: {value.strip()!r} is not a Python literal") from None
     return max_t, changes
 
 
@@ -45,6 +49,9 @@ def main() -> None:
         sets = [parse_set(s) for s in args.set]
     except (ValueError, SyntaxError) as exc:
         sys.exit(f"error: {exc}")
+    unknown_keys = sorted({k for _, changes in sets for k in changes} - _config_keys())
+    if unknown_keys:
+        sys.exit(f"error: unknown config key(s) {unknown_keys}; kernel.py reads {sorted(_config_keys())}")
     known = set(_table_max_ts())
     missing = [t for t, _ in sets if t not in known]
     if missing:
@@ -62,6 +69,14 @@ def main() -> None:
     with open(args.out / "kernel.py", "a") as fh:
         fh.write(patch)
     print(json.dumps({"name": args.name, "sets": [[t, s] for t, s in sets]}))
+
+
+def _config_keys() -> set:
+    """Every config key kernel.py reads (``cfg["KEY"]`` or ``cfg.get("KEY"``): run() ignores
+    unknown keys, so a misspelt --set would otherwise measure the shipped config twice."""
+    text = (SHIPPED / "kernel.py").read_text()
+    return set(re.findall(r'cfg(?:\.get\(|\[)"([A-Z0-9_]+)"', text)) | set(    # + _persistent_grid's key
+        re.findall(r'_persistent_grid\([^)]*"([A-Z0-9_]+)"\)', text))
 
 
 def _table_max_ts() -> list:

@@ -133,8 +133,6 @@ VARIANTS = {
                                 G2_PERSIST=2)),
     "t12p1sm3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
                                  G2_STAGES=3, G2_PERSIST=3)),
-    "t12p1sm3e": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                                  G2_STAGES=3, G2_PERSIST=3, G2_SKIP_EMPTY=True)),   # prepared, not measured
     "t12p1sm0": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
                                  G2_PERSIST=0)),
     "t2s4": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4)),
@@ -143,17 +141,14 @@ VARIANTS = {
     "td1": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=6, G2_BLOCK_N=64, G2_STAGES=6)),
     "td2": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_STAGES=8)),
     "td3": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=4, G2_BLOCK_N=64, G2_STAGES=4)),
-    # decode, prepared (not measured): more bytes in flight per GEMM1 program (ncu: 55 % of DRAM peak
-    # at T = 7 with d2's 2 x 36 KB stages in flight)
+    # decode: more bytes in flight per GEMM1 program (ncu: 55 % of DRAM peak at T = 7 with d2's
+    # 2 x 36 KB stages in flight); measured in v7 (variants/decode-c1): neither beats d2 at every T
     "d2k512": ("decode", dict(_D, G1_BLOCK_K=512, G1_STAGES=3, G2_BLOCK_K=128)),
     "d8k256": ("decode", dict(_D, QG=32, G1_BLOCK_K=256, G1_STAGES=6, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6)),
-    # 2026-11-30 (v7): routing + align in one single-program launch (no counts memset): 3 graph nodes
-    # become 1 at decode, where the small kernels and the gaps between them cost about 11 µs
-    "d2f": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, ROUTE_FUSED=True, ROUTE_BT=8, ROUTE_WARPS=4)),
-    "d2f16": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, ROUTE_FUSED=True, ROUTE_BT=16, ROUTE_WARPS=8)),
-    "d2f4": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, ROUTE_FUSED=True, ROUTE_BT=4, ROUTE_WARPS=2)),
-    "d8f": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, ROUTE_FUSED=True,
-                           ROUTE_BT=8, ROUTE_WARPS=4)),
+    # 2026-11-30 (v7), measured and removed (results/h200/2026-11-30-v7/variants, code at commit cc60f1a):
+    # routing + align in one single-program launch, config key ROUTE_FUSED (d2f, d2f16, d2f4, d8f: from
+    # T = 7 on 1-52 % slower, one CTA routes serially; no gain at T = 1 in a 9-trial gate A/B), and
+    # G2_SKIP_EMPTY (t12p1sm3e: 2-5 % slower at T = 4096-14107).
     # GEMM1 at T = 7 (ncu, v6): SMs active 65 % of the kernel, 2 programs per SM on about 224 used tiles;
     # one wider tile per SM (QG 128: 16 N-tiles per expert instead of 32)
     "d2q128": ("decode", dict(_D, QG=128, G1_BLOCK_K=128, G1_STAGES=4, G2_BLOCK_K=128)),
@@ -248,10 +243,10 @@ def aot(out_dir: str) -> None:
                       w_desc=f"tensordesc<fp8e4nv[{bn2},{qg}]>", w_scale_ptr="*fp32",
                       block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
                  dict(H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=bn2, QG=qg, SCALE_BLK=128, GROUP_M=cfg["G2_GROUP"],
-                      **loc, SUB=sub, SKIP_EMPTY=bool(cfg.get("G2_SKIP_EMPTY"))),
+                      **loc, SUB=sub),
                  cfg["G2_WARPS"], cfg["G2_STAGES"],
                  f"g2_tma_bm{bm // sub}x{sub}_n{bn2}_q{qg}_w{cfg['G2_WARPS']}_s{cfg['G2_STAGES']}"
-                 f"_g{cfg['G2_GROUP']}_p{int(per)}_e{int(bool(cfg.get('G2_SKIP_EMPTY')))}")
+                 f"_g{cfg['G2_GROUP']}_p{int(per)}")
         else:
             per = bool(cfg.get("PERSIST"))
             loc = dict(NUM_LOCAL=32, NUM_LOCAL_P2=32, PERSIST=per)
@@ -289,16 +284,6 @@ def aot(out_dir: str) -> None:
              dict(NUM_EXPERTS=256, N_GROUP=8, TOPK_GROUP=4, TOP_K=8, NUM_LOCAL=32,
                   BLOCK_T=cfg["ROUTE_BT"], OUT_H=H if comb else 1, ZERO_OUT=comb),
              cfg["ROUTE_WARPS"], 1, f"route_bt{cfg['ROUTE_BT']}_w{cfg['ROUTE_WARPS']}_z{int(comb)}")
-        if cfg.get("ROUTE_FUSED"):
-            comp(routing._route_align_kernel,
-                 dict(logits_ptr="*fp32", bias_ptr="*bf16", ids_ptr="*i32", weights_ptr="*fp32",
-                      slots_ptr="*i32", counts_ptr="*i32", sorted_ptr="*i32", pair_row_ptr="*i32",
-                      block_expert_ptr="*i32", block_rows_ptr="*i32", T="i32", num_blocks="i32",
-                      local_offset="i32", scaling="fp32"),
-                 dict(NUM_EXPERTS=256, N_GROUP=8, TOPK_GROUP=4, TOP_K=8, NUM_LOCAL=32, NUM_LOCAL_P2=32,
-                      BLOCK_T=cfg["ROUTE_BT"], BLOCK_M=bm, BLOCK_P=256),
-                 cfg["ROUTE_WARPS"], 1, f"routealign_bt{cfg['ROUTE_BT']}_w{cfg['ROUTE_WARPS']}_bm{bm}")
-            continue          # (no separate routing/align kernels; never COMBINE)
         comp(routing._align_kernel,
              dict(ids_ptr="*i32", slots_ptr="*i32", counts_ptr="*i32", sorted_ptr="*i32",
                   pair_row_ptr="*i32", block_expert_ptr="*i32", block_rows_ptr="*i32",

@@ -227,37 +227,6 @@ def test_align_kernel_buckets_every_pair_once(T, offset, block_m):
     assert (be[used:] == -1).all() and (br[used:] == 0).all()
 
 
-@pytest.mark.parametrize("T,offset,block_m,block_t", [(37, 96, 16, 8), (5, 224, 64, 4), (1, 37, 16, 8),
-                                                       (20, 0, 16, 16)])
-def test_fused_route_align_matches_the_two_kernels(T, offset, block_m, block_t):
-    """route_align (one program, running counts) against route + align: the same weights, counts
-    and block table; slots in token order; each local pair in its own row of its expert's
-    segment, the same segment as the two-kernel layout."""
-    inputs = _inputs(T, offset, seed=11)
-    lg, bias, sf = inputs["routing_logits"], inputs["routing_bias"], inputs["routed_scaling_factor"]
-    ids, w, slots, counts = KR.route(lg, bias, offset, sf, 32, block_t=8)
-    _, _, block_expert, block_rows, mb = KR.align(ids, slots, counts, offset, 32, block_m)
-    fw, fcounts, fsorted, frow, fbe, fbr, fmb = KR.route_align(lg, bias, offset, sf, 32, block_m,
-                                                               block_t=block_t, block_p=64)
-    assert fmb == mb
-    assert torch.equal(fw, w) and torch.equal(fcounts, counts)
-    assert torch.equal(fbe, block_expert) and torch.equal(fbr, block_rows)
-    loc = (ids.long() - offset).flatten()
-    local = (loc >= 0) & (loc < 32)
-    assert (frow.long()[~local] == -1).all()
-    p_local = torch.nonzero(local).squeeze(1)
-    r = frow.long()[p_local]
-    assert len(set(r.tolist())) == len(r), "two pairs share a row"
-    assert (fsorted.long()[r] == p_local).all()
-    first = (torch.cumsum((counts.long() + block_m - 1) // block_m, 0)
-             - (counts.long() + block_m - 1) // block_m) * block_m
-    e = loc[p_local]
-    # token order inside each segment: slot = rank of the pair among its expert's pairs
-    for ex in range(32):
-        mine = p_local[e == ex]
-        assert frow.long()[mine].tolist() == list(range(int(first[ex]), int(first[ex]) + len(mine)))
-
-
 def _most_blocks(T: int, num_local: int, bm: int) -> int:
     """Exact worst case of sum_e ceil(cnt_e / bm) over all routings: sum cnt_e <= T*min(8, E_loc),
     0 <= cnt_e <= T (a token hits an expert at most once); knapsack over the experts, where only
@@ -328,8 +297,6 @@ def test_shipped_config_unchanged():
     dict(TMA=True, BLOCK_M=16, QG=64, G2_BLOCK_N=64, PERSIST=1),   # 4 programs stride over the tiles
     dict(TMA=True, BLOCK_M=32, QG=128, G1_GROUP=8, G2_GROUP=8, PERSIST=2),
     dict(PERSIST=1),                                     # pointer GEMMs striding over the used tiles
-    dict(ROUTE_FUSED=True, ROUTE_BT=4, ROUTE_WARPS=4),   # routing + align in one program
-    dict(ROUTE_FUSED=True, ROUTE_BT=16, TMA=True, BLOCK_M=64, QG=128, G1_GROUP=8, G2_GROUP=8),
     dict(PERSIST=2, G1_SPLIT_K=2, G1_BLOCK_K=128, G1_GROUP=4, G2_GROUP=4),
     dict(PERSIST=1, G2_PERSIST=3),                       # GEMM2 with its own programs per SM
     dict(G2_BLOCK_N=256, G2_BLOCK_K=128),                # GEMM2 tile wider than a scale block:
@@ -337,8 +304,6 @@ def test_shipped_config_unchanged():
     dict(TMA=True, BLOCK_M=32, QG=128, PERSIST=2, A_SCALE_SORTED=True),  # gather writes row scales
     dict(TMA=True, BLOCK_M=32, QG=128, G2_SPLIT_M=2),    # GEMM2 on half M-blocks
     dict(TMA=True, BLOCK_M=32, QG=64, G2_SPLIT_M=2, PERSIST=2, G2_BLOCK_N=64),
-    dict(TMA=True, BLOCK_M=32, QG=128, G2_SPLIT_M=2, G2_SKIP_EMPTY=True),
-    dict(TMA=True, BLOCK_M=32, QG=64, G2_SPLIT_M=2, PERSIST=2, G2_BLOCK_N=64, G2_SKIP_EMPTY=True),
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1
@@ -369,12 +334,6 @@ def test_tma_path_excludes_split_k_and_combine():
     inputs = _inputs(3, 0, seed=41)
     with pytest.raises(ValueError, match="TMA"):
         _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=2, G1_BLOCK_K=128))
-
-
-def test_fused_routing_excludes_combine():
-    inputs = _inputs(3, 0, seed=1)
-    with pytest.raises(ValueError, match="ROUTE_FUSED"):
-        _call(inputs, config=_fast(3, ROUTE_FUSED=True, COMBINE=True))
 
 
 def test_split_k_must_divide_the_hidden_size():

@@ -150,41 +150,31 @@ def _gemm2_tma_kernel(
     H: tl.constexpr, I: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, QG: tl.constexpr, SCALE_BLK: tl.constexpr,
     GROUP_M: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-    SUB: tl.constexpr, SKIP_EMPTY: tl.constexpr,
+    SUB: tl.constexpr,
 ):
     """O = C W2[e]^T as bf16 rows of y [R, H] at the valid rows.  c_desc: C [R, I] fp8, block
     [BLOCK_M, QG]; w_desc: W2 as [E*H, I] fp8, block [BLOCK_N, QG]; c_scale [I/QG, R];
     w_scale [E, H/128, I/128]; counts [NUM_LOCAL] int32 (PERSIST).  One dot per C quantisation
     group (QG columns of K).  SUB (config key G2_SPLIT_M): each M-block of the align is split
     into SUB row blocks of BLOCK_M rows (a 64-row tile on one warpgroup keeps two programs per
-    SM, whose promotions and MMAs interleave); SUB = 1: BLOCK_M is the M-block.  SKIP_EMPTY
-    (config key G2_SKIP_EMPTY): a row block without a valid row (the empty half of an expert's
-    last M-block) is skipped instead of running its K loop with every store masked."""
+    SM, whose promotions and MMAs interleave); SUB = 1: BLOCK_M is the M-block.  (Skipping a
+    row block without a valid row, the empty half of an expert's last M-block, was measured 2-5 %
+    slower at T = 4096-14107: results/h200/2026-11-30-v7/variants/prefill-c1, commit cc60f1a.)"""
     NUM_N: tl.constexpr = H // BLOCK_N
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M * SUB) * SUB
         tile = tl.program_id(0)
         while tile < used * NUM_N:
             pid_m, pid_n = _tile_of(tile, used * BLOCK_M, NUM_N, BLOCK_M, GROUP_M)
-            if _has_rows(pid_m, block_rows_ptr, BLOCK_M, SUB, SKIP_EMPTY):
-                _gemm2_tile(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
-                            tl.load(block_expert_ptr + pid_m // SUB), H, I, BLOCK_M, BLOCK_N, QG, SCALE_BLK, SUB)
+            _gemm2_tile(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
+                        tl.load(block_expert_ptr + pid_m // SUB), H, I, BLOCK_M, BLOCK_N, QG, SCALE_BLK, SUB)
             tile += tl.num_programs(0)
     else:
         pid_m, pid_n = _tile_of(tl.program_id(0), R, NUM_N, BLOCK_M, GROUP_M)
         expert = tl.load(block_expert_ptr + pid_m // SUB)
-        if (expert >= 0) & _has_rows(pid_m, block_rows_ptr, BLOCK_M, SUB, SKIP_EMPTY):
+        if expert >= 0:
             _gemm2_tile(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
                         expert, H, I, BLOCK_M, BLOCK_N, QG, SCALE_BLK, SUB)
-
-
-@triton.jit
-def _has_rows(pid_m, block_rows_ptr, BLOCK_M: tl.constexpr, SUB: tl.constexpr, SKIP_EMPTY: tl.constexpr):
-    """Whether row block pid_m (1/SUB of an M-block) holds a valid row; always True unless SKIP_EMPTY."""
-    if SKIP_EMPTY:
-        return (pid_m % SUB) * BLOCK_M < tl.load(block_rows_ptr + pid_m // SUB)
-    else:
-        return True
 
 
 @triton.jit

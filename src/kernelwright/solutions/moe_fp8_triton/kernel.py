@@ -1,8 +1,7 @@
 """Entry point: fused DeepSeek-V3 FP8 block-scale MoE (destination-passing style).
 
 Per call, Triton launches and one memset, no host synchronisation, every grid sized from shapes
-only (upper bounds; surplus programs exit at once).  With the config key ROUTE_FUSED (small T)
-the first three steps are one single-program launch (routing.route_align):
+only (upper bounds; surplus programs exit at once):
   counts zeroing   memset of E_local int32
   routing   grid cdiv(T, ROUTE_BT)      topk ids/weights [T,8], counts[e] and each local pair's
                                         slot via atomics; with COMBINE also zeroes the output
@@ -35,7 +34,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm1_splitk_epilogue, _gemm2_kernel, _reduce_kernel
 from .gemm_tma import _gather_rows_kernel, _gemm1_tma_kernel, _gemm2_tma_kernel
-from .routing import TOP_K, align, route, route_align
+from .routing import TOP_K, align, route
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
 # (max T, config), first match wins: the fastest correct variant per T range, measured by
@@ -90,17 +89,12 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
     combine = bool(cfg["COMBINE"])
     dev = hidden_states.device
 
-    if cfg.get("ROUTE_FUSED"):      # one program routes and aligns (small T): one launch, no memset
-        weights, counts, sorted_pairs, pair_row, block_expert, block_rows, mb = route_align(
-            routing_logits.contiguous(), routing_bias.contiguous(), local_expert_offset,
-            routed_scaling_factor, num_local, bm, block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"])
-    else:
-        ids, weights, slots, counts = route(routing_logits.contiguous(), routing_bias.contiguous(),
-                                            local_expert_offset, routed_scaling_factor, num_local,
-                                            block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"],
-                                            zero_out=output if combine else None)
-        sorted_pairs, pair_row, block_expert, block_rows, mb = align(
-            ids, slots, counts, local_expert_offset, num_local, bm)
+    ids, weights, slots, counts = route(routing_logits.contiguous(), routing_bias.contiguous(),
+                                        local_expert_offset, routed_scaling_factor, num_local,
+                                        block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"],
+                                        zero_out=output if combine else None)
+    sorted_pairs, pair_row, block_expert, block_rows, mb = align(
+        ids, slots, counts, local_expert_offset, num_local, bm)
     R = mb * bm
 
     c = torch.empty((R, I), dtype=torch.float8_e4m3fn, device=dev)
@@ -197,8 +191,7 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     GEMMs with TMA tile loads; writes C, its scales and y [R, H] bf16.  Config key
     A_SCALE_SORTED (default False): the gather also writes the activation scales in row order
     for GEMM1 (gemm_tma._gather_rows_kernel).  Config key G2_SPLIT_M (default 1): GEMM2 tiles of
-    BLOCK_M / G2_SPLIT_M rows (gemm_tma._gemm2_tma_kernel), and G2_SKIP_EMPTY (default False)
-    skips those without a valid row.  Config key PERSIST
+    BLOCK_M / G2_SPLIT_M rows (gemm_tma._gemm2_tma_kernel).  Config key PERSIST
     (programs per SM, default 0): grids of at most PERSIST * SMs programs that stride over the
     used tiles (gemm_tma.py) instead of one program per bounded tile."""
     T, H = hidden_states.shape
@@ -236,7 +229,6 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
         block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=g2_bn, QG=qg,
         SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub,
-        SKIP_EMPTY=bool(cfg.get("G2_SKIP_EMPTY")),
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
@@ -290,8 +282,6 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
-    if cfg.get("ROUTE_FUSED") and cfg["COMBINE"]:
-        raise ValueError(f"bad MoE config {cfg}: ROUTE_FUSED does not zero the output for COMBINE")
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
     dst = output

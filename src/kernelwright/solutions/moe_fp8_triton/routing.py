@@ -19,11 +19,6 @@ so the largest score wins and, among equal scores, the lowest index (one reducti
 instead of a max and an arg-min); the top-4 groups come from one rank count over the 8x8
 group comparisons.  12 reductions per token instead of 28, and at one warp per program none of
 them crosses warps (no shared memory, no barriers).
-
-Fused route + align (v7, config key ROUTE_FUSED, small T): one program routes every token and
-counts the pairs itself (a running per-expert count instead of atomics, so slots follow token
-order and no zeroed counter buffer is needed), then aligns: one graph node instead of a memset
-and two kernels, at the price of routing serially in one CTA.
 """
 
 import torch
@@ -33,14 +28,21 @@ import triton.language as tl
 _KEY_MIN = tl.constexpr(-9223372036854775807 - 1)   # int64 min: below every packed key
 
 
-@triton.jit
-def _route_tokens(logits_ptr, bias_ptr, offs_t, t_ok, scaling,
-                  NUM_EXPERTS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
-                  TOP_K: tl.constexpr, BLOCK_T: tl.constexpr):
-    """DeepSeek-V3 no-aux routing of the tokens ``offs_t`` [BLOCK_T] (rows with ``t_ok`` False
-    read zeros): returns (ids [BLOCK_T, TOP_K] int32 global expert ids, weights [BLOCK_T, TOP_K]
-    fp32 = normalised unbiased sigmoid x ``scaling``)."""
+@triton.jit(do_not_specialize=["T", "local_offset"])
+def _routing_kernel(
+    logits_ptr, bias_ptr, ids_ptr, weights_ptr, slots_ptr, counts_ptr, out_ptr,
+    T, local_offset, scaling,
+    NUM_EXPERTS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
+    TOP_K: tl.constexpr, NUM_LOCAL: tl.constexpr, BLOCK_T: tl.constexpr,
+    OUT_H: tl.constexpr, ZERO_OUT: tl.constexpr,
+):
+    """BLOCK_T tokens per program: ids/weights/slots [T, TOP_K]; counts[local] += hits.
+    ZERO_OUT: also zero the tokens' output rows [T, OUT_H] (GEMM2 then accumulates into them
+    with atomics)."""
     GROUP_SIZE: tl.constexpr = NUM_EXPERTS // N_GROUP
+    pid = tl.program_id(0)
+    offs_t = pid * BLOCK_T + tl.arange(0, BLOCK_T)
+    t_ok = offs_t < T
     row_base = logits_ptr + offs_t.to(tl.int64) * NUM_EXPERTS
 
     # biased scores [BT, G, S], packed with the expert's complement index (31 - j)
@@ -85,26 +87,7 @@ def _route_tokens(logits_ptr, bias_ptr, offs_t, t_ok, scaling,
     sel_x = tl.load(row_base[:, None] + ids, mask=t_ok[:, None], other=0.0).to(tl.float32)
     sel_s = 1.0 / (1.0 + tl.exp(-sel_x))
     denom = tl.sum(sel_s, axis=1) + 1e-20
-    return ids, sel_s / denom[:, None] * scaling
-
-
-@triton.jit(do_not_specialize=["T", "local_offset"])
-def _routing_kernel(
-    logits_ptr, bias_ptr, ids_ptr, weights_ptr, slots_ptr, counts_ptr, out_ptr,
-    T, local_offset, scaling,
-    NUM_EXPERTS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
-    TOP_K: tl.constexpr, NUM_LOCAL: tl.constexpr, BLOCK_T: tl.constexpr,
-    OUT_H: tl.constexpr, ZERO_OUT: tl.constexpr,
-):
-    """BLOCK_T tokens per program: ids/weights/slots [T, TOP_K]; counts[local] += hits.
-    ZERO_OUT: also zero the tokens' output rows [T, OUT_H] (GEMM2 then accumulates into them
-    with atomics)."""
-    pid = tl.program_id(0)
-    offs_t = pid * BLOCK_T + tl.arange(0, BLOCK_T)
-    t_ok = offs_t < T
-    ids, w = _route_tokens(logits_ptr, bias_ptr, offs_t, t_ok, scaling, NUM_EXPERTS, N_GROUP,
-                           TOPK_GROUP, TOP_K, BLOCK_T)
-    kk = tl.arange(0, TOP_K)[None, :]
+    w = sel_s / denom[:, None] * scaling
 
     loc = ids - local_offset
     is_loc = (loc >= 0) & (loc < NUM_LOCAL) & t_ok[:, None]
@@ -127,38 +110,6 @@ def _routing_kernel(
                      mask=t_ok[:, None] & (h0 + offs_h[None, :] < OUT_H))
 
 
-@triton.jit
-def _place_pairs(ids_ptr, slots_ptr, sorted_ptr, pair_row_ptr, offs, num_pairs, local_offset,
-                 first_blk, e, NUM_LOCAL: tl.constexpr, BLOCK_M: tl.constexpr):
-    """Pairs ``offs`` [BP]: pair_row[p] = padded row of pair p (-1: not local), sorted[row] = p.
-    ``first_blk`` [1, E_loc] = each expert's first M-block, ``e`` [1, E_loc] = 0..E_loc-1."""
-    ok = offs < num_pairs
-    ids = tl.load(ids_ptr + offs, mask=ok, other=-1)
-    slot = tl.load(slots_ptr + offs, mask=ok, other=0)
-    loc = ids - local_offset
-    is_loc = ok & (loc >= 0) & (loc < NUM_LOCAL)
-    row = tl.sum(tl.where(e == loc[:, None], first_blk, 0), axis=1) * BLOCK_M + slot
-    tl.store(sorted_ptr + row, offs, mask=is_loc)
-    tl.store(pair_row_ptr + offs, tl.where(is_loc, row, -1), mask=ok)
-
-
-@triton.jit
-def _describe_blocks(block_expert_ptr, block_rows_ptr, offs, num_blocks, cnt, first_blk, end_blk, e,
-                     NUM_LOCAL: tl.constexpr, BLOCK_M: tl.constexpr):
-    """M-blocks ``offs`` [BP] (< num_blocks): block_expert[b] = owning local expert (-1: unused)
-    and block_rows[b] = its valid rows.  ``cnt``, ``first_blk``, ``end_blk``, ``e``: [1, E_loc]."""
-    blk = offs[:, None]
-    be = tl.sum((end_blk <= blk).to(tl.int32), axis=1)             # owning expert; >= E_loc: unused
-    onehot = e == be[:, None]
-    be_first = tl.sum(tl.where(onehot, first_blk, 0), axis=1)
-    be_cnt = tl.sum(tl.where(onehot, cnt, 0), axis=1)
-    used = be < NUM_LOCAL
-    valid = tl.minimum(be_cnt - (offs - be_first) * BLOCK_M, BLOCK_M)
-    b_ok = offs < num_blocks
-    tl.store(block_expert_ptr + offs, tl.where(used, be, -1), mask=b_ok)
-    tl.store(block_rows_ptr + offs, tl.where(used, valid, 0), mask=b_ok)
-
-
 @triton.jit(do_not_specialize=["num_pairs", "num_blocks", "local_offset"])
 def _align_kernel(
     ids_ptr, slots_ptr, counts_ptr, sorted_ptr, pair_row_ptr, block_expert_ptr, block_rows_ptr,
@@ -175,67 +126,27 @@ def _align_kernel(
     nblk = (cnt + BLOCK_M - 1) // BLOCK_M
     end_blk = tl.cumsum(nblk, axis=1)
     first_blk = end_blk - nblk                                     # exclusive prefix, [1, E_loc]
+
     offs = pid * BLOCK_P + tl.arange(0, BLOCK_P)
-    _place_pairs(ids_ptr, slots_ptr, sorted_ptr, pair_row_ptr, offs, num_pairs, local_offset,
-                 first_blk, e, NUM_LOCAL, BLOCK_M)
-    _describe_blocks(block_expert_ptr, block_rows_ptr, offs, num_blocks, cnt, first_blk, end_blk, e,
-                     NUM_LOCAL, BLOCK_M)
+    ok = offs < num_pairs
+    ids = tl.load(ids_ptr + offs, mask=ok, other=-1)
+    slot = tl.load(slots_ptr + offs, mask=ok, other=0)
+    loc = ids - local_offset
+    is_loc = ok & (loc >= 0) & (loc < NUM_LOCAL)
+    row = tl.sum(tl.where(e == loc[:, None], first_blk, 0), axis=1) * BLOCK_M + slot
+    tl.store(sorted_ptr + row, offs, mask=is_loc)
+    tl.store(pair_row_ptr + offs, tl.where(is_loc, row, -1), mask=ok)
 
-
-@triton.jit(do_not_specialize=["T", "num_blocks", "local_offset"])
-def _route_align_kernel(
-    logits_ptr, bias_ptr, ids_ptr, weights_ptr, slots_ptr, counts_ptr,
-    sorted_ptr, pair_row_ptr, block_expert_ptr, block_rows_ptr,
-    T, num_blocks, local_offset, scaling,
-    NUM_EXPERTS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
-    TOP_K: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr,
-    BLOCK_T: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_P: tl.constexpr,
-):
-    """Routing and align in ONE program (config key ROUTE_FUSED, small T): the routing of
-    every token in chunks of BLOCK_T, each local pair's slot from a running per-expert count
-    (no atomics, so no zeroed counter buffer: one launch instead of a memset and two kernels),
-    then, after a CTA barrier, the align of _align_kernel over all pairs and M-blocks.  Slots
-    follow token order, so the layout is deterministic; the output does not depend on it."""
-    e1 = tl.arange(0, NUM_LOCAL_P2)
-    kk = tl.arange(0, TOP_K)[None, :]
-    cnt = tl.zeros([NUM_LOCAL_P2], dtype=tl.int32)
-    t0 = 0
-    while t0 < T:                 # (while loops: the interpreter cannot range() over runtime ints)
-        offs_t = t0 + tl.arange(0, BLOCK_T)
-        t_ok = offs_t < T
-        ids, w = _route_tokens(logits_ptr, bias_ptr, offs_t, t_ok, scaling, NUM_EXPERTS, N_GROUP,
-                               TOPK_GROUP, TOP_K, BLOCK_T)
-        loc = ids - local_offset
-        is_loc = (loc >= 0) & (loc < NUM_LOCAL) & t_ok[:, None]
-        flat = tl.reshape(tl.where(is_loc, loc, -1), [BLOCK_T * TOP_K])
-        onehot = (flat[:, None] == e1[None, :]).to(tl.int32)          # [BT*K, E_loc]
-        before = tl.cumsum(onehot, axis=0) - onehot                    # same expert, earlier pair
-        slot = tl.reshape(tl.sum(onehot * (before + cnt[None, :]), axis=1), [BLOCK_T, TOP_K])
-        cnt += tl.sum(onehot, axis=0)
-        out = offs_t[:, None] * TOP_K + kk
-        st_mask = t_ok[:, None] & (kk < TOP_K)
-        tl.store(ids_ptr + out, ids, mask=st_mask)
-        tl.store(weights_ptr + out, w, mask=st_mask)
-        tl.store(slots_ptr + out, tl.where(is_loc, slot, -1), mask=st_mask)
-        t0 += BLOCK_T
-    tl.store(counts_ptr + e1, cnt, mask=e1 < NUM_LOCAL)
-    tl.debug_barrier()                       # the pass below reads ids/slots other threads wrote
-
-    e = e1[None, :]
-    cnt2 = cnt[None, :]
-    nblk = (cnt2 + BLOCK_M - 1) // BLOCK_M
-    end_blk = tl.cumsum(nblk, axis=1)
-    first_blk = end_blk - nblk
-    p0 = 0
-    while p0 < T * TOP_K:
-        _place_pairs(ids_ptr, slots_ptr, sorted_ptr, pair_row_ptr, p0 + tl.arange(0, BLOCK_P),
-                     T * TOP_K, local_offset, first_blk, e, NUM_LOCAL, BLOCK_M)
-        p0 += BLOCK_P
-    b0 = 0
-    while b0 < num_blocks:
-        _describe_blocks(block_expert_ptr, block_rows_ptr, b0 + tl.arange(0, BLOCK_P), num_blocks,
-                         cnt2, first_blk, end_blk, e, NUM_LOCAL, BLOCK_M)
-        b0 += BLOCK_P
+    blk = offs[:, None]                                            # this program's blocks
+    be = tl.sum((end_blk <= blk).to(tl.int32), axis=1)             # owning expert; >= E_loc: unused
+    onehot = e == be[:, None]
+    be_first = tl.sum(tl.where(onehot, first_blk, 0), axis=1)
+    be_cnt = tl.sum(tl.where(onehot, cnt, 0), axis=1)
+    used = be < NUM_LOCAL
+    valid = tl.minimum(be_cnt - (offs - be_first) * BLOCK_M, BLOCK_M)
+    b_ok = offs < num_blocks
+    tl.store(block_expert_ptr + offs, tl.where(used, be, -1), mask=b_ok)
+    tl.store(block_rows_ptr + offs, tl.where(used, valid, 0), mask=b_ok)
 
 
 TOP_K = 8
@@ -298,31 +209,3 @@ def align(ids, slots, counts, local_expert_offset, num_local, block_m, block_p=2
         BLOCK_P=block_p, num_warps=4, num_stages=1,
     )
     return sorted_pairs, pair_row, block_expert, block_rows, nblocks
-
-
-def route_align(routing_logits, routing_bias, local_expert_offset, routed_scaling_factor, num_local,
-                block_m, block_t=8, block_p=256, num_warps=4):
-    """route() and align() in one launch (_route_align_kernel, one program: for small T only,
-    since one CTA routes every token).  Returns (topk_weights [T,8] fp32, counts [num_local]
-    int32, sorted_pairs [MB*BM] int32, pair_row [T*8] int32, block_expert [MB] int32,
-    block_rows [MB] int32, MB) with the meanings of route() and align()."""
-    T, E = routing_logits.shape
-    dev = routing_logits.device
-    nblocks = max_m_blocks(T, num_local, block_m)
-    ids = torch.empty((T, TOP_K), dtype=torch.int32, device=dev)
-    weights = torch.empty((T, TOP_K), dtype=torch.float32, device=dev)
-    slots = torch.empty((T, TOP_K), dtype=torch.int32, device=dev)
-    counts = torch.empty((num_local,), dtype=torch.int32, device=dev)
-    sorted_pairs = torch.empty((nblocks * block_m,), dtype=torch.int32, device=dev)
-    pair_row = torch.empty((T * TOP_K,), dtype=torch.int32, device=dev)
-    block_expert = torch.empty((nblocks,), dtype=torch.int32, device=dev)
-    block_rows = torch.empty((nblocks,), dtype=torch.int32, device=dev)
-    _route_align_kernel[(1,)](
-        routing_logits, routing_bias, ids, weights, slots, counts,
-        sorted_pairs, pair_row, block_expert, block_rows,
-        T, nblocks, int(local_expert_offset), float(routed_scaling_factor),
-        NUM_EXPERTS=E, N_GROUP=N_GROUP, TOPK_GROUP=TOPK_GROUP, TOP_K=TOP_K, NUM_LOCAL=num_local,
-        NUM_LOCAL_P2=triton.next_power_of_2(num_local), BLOCK_T=block_t, BLOCK_M=block_m,
-        BLOCK_P=block_p, num_warps=num_warps, num_stages=1,
-    )
-    return weights, counts, sorted_pairs, pair_row, block_expert, block_rows, nblocks
