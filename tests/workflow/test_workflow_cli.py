@@ -54,6 +54,8 @@ def test_config_errors(tmp_path):
     (["optimize"], "--agents"),
     (["optimize", "--agents", "/nonexistent.toml", "-d", "demo"], "no such config file"),
     (["optimize", "--demo", "-d", "nonexistent"], "unknown definition"),
+    # the definition is checked before the agents' clients (claude-code has no credential here)
+    (["optimize", "--agents", str(EXAMPLES / "claude-code.toml"), "-d", "nonexistent"], "unknown definition"),
     (["run", "status", "/"], "not a run folder"),
     (["profile", "/", "-d", "demo"], "not a solution folder"),
 ])

@@ -111,7 +111,10 @@ def optimize_cmd(
         if not definition and not (data.get("run") or {}).get("definition") and not data.get("definition"):
             raise UsageError("no definition: pass --definition NAME or set [run] definition in the config")
         cfg = parse_config(data, overrides)
+        from kernelwright import definitions
         from kernelwright.workflow.loop import build_backends, check_backends
+
+        definitions.resolve(cfg.definition)      # an unknown definition is one line, before the agents' binaries
 
         check_backends(build_backends(cfg))      # before anything is created: a missing client is one line
         target = run_dir or default_run_dir(cfg.definition)
