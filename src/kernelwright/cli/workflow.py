@@ -76,7 +76,7 @@ def optimize_cmd(
     RUN/state.sqlite; steer the run with `kernelwright run ...`, report with `kernelwright run report RUN`.
     Exit codes: 0 finished or stopped, 3 waiting for the operator (--no-wait), 130 interrupted.
     """
-    from kernelwright.workflow.config import ConfigError, load_config_file, parse_config
+    from kernelwright.workflow.config import load_config_file, parse_config
     from kernelwright.workflow.loop import Orchestrator
     from kernelwright.workflow.runs import create_run, default_run_dir
     from kernelwright.workflow.state import State
