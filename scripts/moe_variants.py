@@ -153,6 +153,10 @@ VARIANTS = {
     # one wider tile per SM (QG 128: 16 N-tiles per expert instead of 32)
     "d2q128": ("decode", dict(_D, QG=128, G1_BLOCK_K=128, G1_STAGES=4, G2_BLOCK_K=128)),
     "d2q128k256": ("decode", dict(_D, QG=128, G1_BLOCK_K=256, G1_STAGES=3, G2_BLOCK_K=128)),
+    # v7: split-K GEMM1 on d2's tile, to spread the used tiles' K blocks over more programs (ncu v6 at
+    # T = 7: SMs active 65 % of GEMM1); d10 is the 2-way split
+    "d2sk4": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=4)),
+    "d2sk7": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=7)),
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),

@@ -40,15 +40,13 @@ from .routing import TOP_K, align, route
 # (max T, config), first match wins: the fastest correct variant per T range, measured by
 # scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
 # path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
-# scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM).  QG = GEMM1's
+# scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM; v7: GEMM1
+# split in two K halves for T <= 256, and one entry for T = 1 too).  QG = GEMM1's
 # BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
-    (1, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=32, G1_BLOCK_K=128, G1_WARPS=4, G1_STAGES=8,
-             G1_GROUP=1, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=6, G2_GROUP=1,
-             COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
-               G1_STAGES=4, G1_GROUP=1, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
-               G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
+               G1_STAGES=4, G1_GROUP=1, G1_SPLIT_K=2, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4,
+               G2_STAGES=4, G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
     (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
                 G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
@@ -273,12 +271,14 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     qg = cfg["QG"]
     if SCALE_BLOCK % qg or qg < 32 or cfg["BLOCK_M"] < 16 or cfg["G2_BLOCK_K"] % qg:
         raise ValueError(f"bad MoE config {cfg}")
+    cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))
     if cfg["G1_BLOCK_K"] < SCALE_BLOCK:
         if SCALE_BLOCK % cfg["G1_BLOCK_K"] or cfg["G1_BLOCK_K"] < 32:
             raise ValueError(f"bad MoE config {cfg}")
-    else:   # K steps wider than a scale block: a power-of-two multiple dividing H
-        cfg["G1_BLOCK_K"] = _largest_divisor_tile(H, cfg["G1_BLOCK_K"])
-    cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))
+    elif cfg["G1_SPLIT_K"] >= 1 and H % cfg["G1_SPLIT_K"] == 0:
+        # K steps wider than a scale block: a power-of-two multiple of it dividing each K slice
+        # (H / G1_SPLIT_K; at H = 256, the quick sizes, split 2 leaves one 128 block per slice)
+        cfg["G1_BLOCK_K"] = max(SCALE_BLOCK, _largest_divisor_tile(H // cfg["G1_SPLIT_K"], cfg["G1_BLOCK_K"]))
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
