@@ -68,6 +68,9 @@ for stage in "$@"; do
     gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (scripts/gluon_blockscale_probe.py)
       mkdir -p /tmp/records
       timeout ${GP_TIMEOUT:-240} python3 scripts/gluon_blockscale_probe.py ${GP_ARGS:-} --json /tmp/records/gluon_blockscale_probe.json 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -40;;
+    swigluprobe) # the MoE GEMM1 tile (up/gate, SwiGLU) in Gluon with one K block in flight vs Triton (scripts/gluon_swiglu_probe.py)
+      mkdir -p /tmp/records
+      timeout ${SP_TIMEOUT:-240} python3 scripts/gluon_swiglu_probe.py ${SP_ARGS:-} --json /tmp/records/gluon_swiglu_probe.json 2>&1 | tee /tmp/records/gluon_swiglu_probe.log | tail -30;;
     integritycost) # what the red-team fixes cost per timed iteration and per message (scripts/integrity_cost.py)
       mkdir -p /tmp/records
       python3 scripts/integrity_cost.py 2>&1 | tee /tmp/records/integrity_cost.txt;;
