@@ -304,6 +304,9 @@ def test_shipped_config_unchanged():
     dict(TMA=True, BLOCK_M=32, QG=128, PERSIST=2, A_SCALE_SORTED=True),  # gather writes row scales
     dict(TMA=True, BLOCK_M=32, QG=128, G2_SPLIT_M=2),    # GEMM2 on half M-blocks
     dict(TMA=True, BLOCK_M=32, QG=64, G2_SPLIT_M=2, PERSIST=2, G2_BLOCK_N=64),
+    # GEMM1 unfused: one accumulator over W13's 2I columns, bf16 Y1, then the SwiGLU/FP8 kernel
+    dict(TMA=True, BLOCK_M=32, QG=128, A_SCALE_SORTED=True, G1_UNFUSED=True),
+    dict(TMA=True, BLOCK_M=16, QG=64, A_SCALE_SORTED=True, G1_UNFUSED=True, PERSIST=1, G1_GROUP=4),
 ])
 def test_tiling_options(over):
     """Tiling knobs the shipped table does not exercise (its entries cover 2-scale-block GEMM1
@@ -334,6 +337,14 @@ def test_tma_path_excludes_split_k_and_combine():
     inputs = _inputs(3, 0, seed=41)
     with pytest.raises(ValueError, match="TMA"):
         _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=2, G1_BLOCK_K=128))
+
+
+def test_unfused_gemm1_needs_the_tma_path_and_gluon_needs_cuda():
+    inputs = _inputs(3, 0, seed=1)
+    with pytest.raises(ValueError, match="G1_UNFUSED needs TMA"):
+        _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=1, G1_UNFUSED=True))
+    with pytest.raises(ValueError, match="G1_GLUON needs"):      # no interpreter for Gluon
+        _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=1, A_SCALE_SORTED=True, G1_UNFUSED=True, G1_GLUON=True))
 
 
 def test_split_k_must_divide_the_hidden_size():
@@ -400,10 +411,42 @@ import json, sys
 sys.path.insert(0, sys.argv[2])
 import moe_variants as MV
 from kernelwright.solutions.moe_fp8_triton import kernel
-MV.VARIANTS = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(kernel._CONFIGS)}
+if sys.argv[3] == "table":
+    MV.VARIANTS = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(kernel._CONFIGS)}
+else:
+    MV.VARIANTS = {name: MV.VARIANTS[name] for name in sys.argv[3].split(",")}
 MV.aot(sys.argv[1])
 print("AOT-RESULT " + open(sys.argv[1] + "/aot.json").read().replace("\n", " "))
 """
+
+
+def _aot_results(tmp_path, variants: str) -> list:
+    """moe_variants.aot in a subprocess without the interpreter: one dict per compiled kernel."""
+    ptxas = Path(importlib.import_module("triton").__file__).parent / "backends/nvidia/bin/ptxas"
+    if not ptxas.exists():
+        pytest.skip("Triton's bundled ptxas is not available")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    r = subprocess.run([sys.executable, "-c", _AOT, str(tmp_path), str(scripts), variants], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    line = next(l for l in r.stdout.splitlines() if l.startswith("AOT-RESULT "))
+    return json.loads(line[len("AOT-RESULT "):])
+
+
+def test_unfused_gemm1_compiles_for_sm90(tmp_path):
+    """The unfused GEMM1 (G1_UNFUSED) in Triton and in Gluon (G1_GLUON, GROUP 2 and 4) compiles for
+    sm_90a with wgmma and without spills, and so does its SwiGLU/FP8 kernel.  The Gluon kernel
+    cannot run on the CPU (no interpreter): this compile is its only CPU check."""
+    results = {res["tag"]: res for res in _aot_results(tmp_path, "t12u,t12g,t12g4")}
+    g1 = [t for t in results if t.startswith(("g1_plain_", "g1_gluon_"))]
+    assert sorted(t.split("_")[1] for t in g1) == ["gluon", "gluon", "plain"], sorted(results)
+    assert any(t.startswith("swiglu_") for t in results)
+    for tag, res in results.items():
+        if tag.startswith(("g1_plain_", "g1_gluon_", "swiglu_")):
+            assert res["spill"] == 0 and res["smem"] <= 227 * 1024, res
+        if tag.startswith(("g1_plain_", "g1_gluon_")):
+            assert res["mma"] == "wgmma", res
 
 
 def test_kernels_compile_for_sm90(tmp_path):
@@ -411,16 +454,7 @@ def test_kernels_compile_for_sm90(tmp_path):
     needed: Triton's bundled ptxas), in a subprocess without the interpreter.  Checks: no
     register spills (16 bytes allowed for the 16-warp GEMM1), shared memory within the H200's
     227 KB, tensor-core MMA in both GEMMs."""
-    ptxas = Path(importlib.import_module("triton").__file__).parent / "backends/nvidia/bin/ptxas"
-    if not ptxas.exists():
-        pytest.skip("Triton's bundled ptxas is not available")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    r = subprocess.run([sys.executable, "-c", _AOT, str(tmp_path), str(scripts)], env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-4000:]
-    line = next(l for l in r.stdout.splitlines() if l.startswith("AOT-RESULT "))
-    results = json.loads(line[len("AOT-RESULT "):])
+    results = _aot_results(tmp_path, "table")
     tags = {res["tag"][:3] for res in results}
     assert {"g1_", "g2_", "rou", "ali"} <= tags
     for res in results:
@@ -496,6 +530,22 @@ def test_gpu_tma_path(T, persist):
     assert (split.float() - out.float()).abs().max() <= 0.02 * out.float().abs().max() + 1e-3
     pointer = _call(inputs, config=dict(base, TMA=False), graph=False)
     assert (out.float() - pointer.float()).abs().max() <= 0.02 * pointer.float().abs().max() + 1e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("T", [4096, 14107])
+def test_gpu_unfused_gemm1(T):
+    """GEMM1 unfused (bf16 Y1, then the SwiGLU/FP8 kernel) in Triton and in Gluon, against the
+    reference and against the fused GEMM1 of the shipped prefill entry."""
+    inputs = _inputs(T, 32, seed=90 + T, name=DEF_NAME, device="cuda")
+    base = dict(K.config_for(T))
+    K._graphs.clear()
+    fused = _call(inputs, config=base)
+    for over in (dict(G1_UNFUSED=True, G1_WARPS=8, G1_STAGES=4),
+                 dict(G1_UNFUSED=True, G1_GLUON=True, G1_WARPS=8, G1_STAGES=4)):
+        out = _call(inputs, config=dict(base, **over))
+        _check(inputs, out, qg=base["QG"], emulate=False)
+        assert (out.float() - fused.float()).abs().max() <= 0.02 * fused.float().abs().max() + 1e-3, over
 
 
 @pytest.mark.gpu
