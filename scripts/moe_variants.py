@@ -244,8 +244,8 @@ def aot(out_dir: str) -> None:
                       w_desc=f"tensordesc<fp8e4nv[128,128],{lw!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
                       block_rows_ptr="*i32", y_ptr="*bf16", R="i32"),
                  dict(H=H, N2=2 * I, BLOCK_M=bm, BLOCK_N=128, NUM_STAGES=cfg["G1_STAGES"], GROUP=grp,
-                      GROUP_M=cfg["G1_GROUP"], num_warps=cfg["G1_WARPS"]),
-                 cfg["G1_WARPS"], cfg["G1_STAGES"], f"g1_gluon_bm{bm}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{grp}",
+                      GROUP_M=cfg["G1_GROUP"], num_warps=bm // 16),
+                 bm // 16, cfg["G1_STAGES"], f"g1_gluon_bm{bm}_w{bm // 16}_s{cfg['G1_STAGES']}_g{grp}",
                  source=GluonASTSource)
         else:
             comp(gemm_tma._gemm1_plain_tma_kernel,

@@ -343,8 +343,14 @@ def test_unfused_gemm1_needs_the_tma_path_and_gluon_needs_cuda():
     inputs = _inputs(3, 0, seed=1)
     with pytest.raises(ValueError, match="G1_UNFUSED needs TMA"):
         _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=1, G1_UNFUSED=True))
-    with pytest.raises(ValueError, match="G1_GLUON needs"):      # no interpreter for Gluon
-        _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=1, A_SCALE_SORTED=True, G1_UNFUSED=True, G1_GLUON=True))
+    gluon = dict(TMA=True, G1_SPLIT_K=1, A_SCALE_SORTED=True, G1_UNFUSED=True, G1_GLUON=True, BLOCK_M=64)
+    with pytest.raises(ValueError, match="a CUDA device"):      # no interpreter for Gluon
+        _call(inputs, config=_fast(3, **gluon))
+    # one stage would wait forever for its own refill (a hang on the GPU, not an error); a BLOCK_M
+    # that is not one or two 64-row warpgroups would compile to a serialised, spilling kernel
+    for bad in (dict(G1_STAGES=1), dict(BLOCK_M=32), dict(BLOCK_M=128, G1_STAGES=8)):
+        with pytest.raises(ValueError, match="BLOCK_M 64 or 128 and 2\\+ G1_STAGES"):
+            _call(inputs, config=_fast(3, **dict(gluon, **bad)))
 
 
 def test_split_k_must_divide_the_hidden_size():

@@ -242,8 +242,9 @@ def _gemm1_unfused(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, 
     """GEMM1 in two steps (config key G1_UNFUSED, TMA path with A_SCALE_SORTED): Y1 = A W13[e]^T as
     bf16 [R, 2I] with one accumulator per 128-column tile, then gemm_tma._swiglu_quant_kernel makes
     C and its scales.  With G1_GLUON the GEMM is gemm_gluon._gemm1_gluon_kernel (one MMA in flight
-    during each promotion, a runtime loop over groups of G1_GLUON_GROUP K blocks, default 2; CUDA
-    only), else gemm_tma._gemm1_plain_tma_kernel (its Triton form)."""
+    during each promotion, a runtime loop over groups of G1_GLUON_GROUP K blocks, default 2; one
+    warpgroup per 64 rows, whatever G1_WARPS says; CUDA only), else gemm_tma._gemm1_plain_tma_kernel
+    (its Triton form, on G1_WARPS)."""
     R, H = a_sorted.shape
     I = w13.shape[1] // 2
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
@@ -262,7 +263,7 @@ def _gemm1_unfused(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, 
         _gemm1_gluon_kernel[(mb * (2 * I // SCALE_BLOCK),)](
             desc(a_sorted, bm), a_scale, desc(w_flat, SCALE_BLOCK), w13_scale, block_expert, block_rows, y1, R,
             H=H, N2=2 * I, BLOCK_M=bm, BLOCK_N=SCALE_BLOCK, NUM_STAGES=cfg["G1_STAGES"],
-            GROUP=int(cfg.get("G1_GLUON_GROUP", 2)), GROUP_M=cfg["G1_GROUP"], num_warps=cfg["G1_WARPS"],
+            GROUP=int(cfg.get("G1_GLUON_GROUP", 2)), GROUP_M=cfg["G1_GROUP"], num_warps=bm // 16,
         )
     else:
         grid, common = _persistent_grid(cfg, counts, a_sorted.device)
@@ -336,7 +337,12 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
         raise ValueError(f"bad MoE config {cfg}: G1_UNFUSED needs TMA and A_SCALE_SORTED")
     if cfg.get("G1_GLUON"):
         group = int(cfg.get("G1_GLUON_GROUP", 2))
-        if not cfg.get("G1_UNFUSED") or not hidden_states.is_cuda or (H // SCALE_BLOCK) % group:
+        if cfg["BLOCK_M"] not in (64, 128) or cfg["G1_STAGES"] < 2 or \
+                cfg["G1_STAGES"] * (cfg["BLOCK_M"] + SCALE_BLOCK) * SCALE_BLOCK > 227 * 1024:
+            # one or two warpgroups of 64 rows; one stage would wait forever for its own refill
+            raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs BLOCK_M 64 or 128 and 2+ G1_STAGES "
+                             f"within 227 KB of shared memory")
+        if not cfg.get("G1_UNFUSED") or not hidden_states.is_cuda or group < 1 or (H // SCALE_BLOCK) % group:
             raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs G1_UNFUSED, a CUDA device (Gluon has no "
                              f"interpreter) and H/128 divisible by G1_GLUON_GROUP")
     dst = output
