@@ -452,20 +452,26 @@ class _CompileOnly:
         return lambda *args, **kwargs: self.fn.warmup(*args, grid=grid, **kwargs)
 
 
+def _launched_kernels(module):
+    """The JIT functions a host module launches: every one named like a kernel.  Derived, not
+    listed, so a new kernel cannot be left out (one left out runs for real on block tables that the
+    compile-only align kernel never filled: an illegal address in the v8 unfused call).  Helpers
+    (``@jit`` functions called from kernels) keep their names, so the kernels still compile."""
+    from triton.runtime.jit import JITFunction
+
+    return tuple(n for n, o in vars(module).items()
+                 if isinstance(o, JITFunction) and n.endswith(("_kernel", "_epilogue")))
+
+
 def precompile(K, cases, v1):
     """Compile every variant (and v1) up front, in parallel threads (Triton's async compile)."""
+    from kernelwright.solutions.moe_fp8_triton import gemm_gluon as KG
     from kernelwright.solutions.moe_fp8_triton import routing as KR
 
     t = time.time()
-    # every kernel _forward may launch: one left out would run for real on block tables that the
-    # (compile-only) align kernel never filled
-    mods = [(K, ("_gemm1_kernel", "_gemm1_splitk_epilogue", "_gemm2_kernel", "_reduce_kernel",
-                 "_gather_rows_kernel", "_gemm1_tma_kernel", "_gemm2_tma_kernel")),
-            (KR, ("_routing_kernel", "_align_kernel"))]
+    mods = [(m, _launched_kernels(m)) for m in (K, KR, KG)]
     if v1 is not None:
-        mods += [(v1, ("_gemm1_kernel", "_gemm2_kernel", "_reduce_kernel")),
-                 (sys.modules[v1.__name__.rsplit(".", 1)[0] + ".routing"],
-                  ("_routing_kernel", "_align_kernel"))]
+        mods += [(m, _launched_kernels(m)) for m in (v1, sys.modules[v1.__name__.rsplit(".", 1)[0] + ".routing"])]
     saved = [(m, n, getattr(m, n)) for m, names in mods for n in names]
     for m, n, f in saved:
         setattr(m, n, _CompileOnly(f))
