@@ -157,16 +157,18 @@ VARIANTS = {
     # T = 7: SMs active 65 % of GEMM1); d10 is the 2-way split
     "d2sk4": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=4)),
     "d2sk7": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=7)),
-    # GEMM1 unfused (one accumulator over W13's 2I columns, bf16 Y1, then the SwiGLU/FP8 kernel), in
-    # Triton and in Gluon with one MMA in flight during each promotion (v7 probe: the dense Gluon tile
-    # at the GEMM1 shape 809 TFLOP/s against Triton's 724); prepared, not measured
-    "t12u": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                             G2_STAGES=3, G2_PERSIST=3, G1_UNFUSED=True, G1_WARPS=8, G1_STAGES=4)),
-    "t12g": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                             G2_STAGES=3, G2_PERSIST=3, G1_UNFUSED=True, G1_GLUON=True, G1_WARPS=8, G1_STAGES=4)),
-    "t12g4": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                              G2_STAGES=3, G2_PERSIST=3, G1_UNFUSED=True, G1_GLUON=True, G1_GLUON_GROUP=4,
-                              G1_WARPS=8, G1_STAGES=4)),
+    # v8: GEMM1 in Gluon with one K block's MMAs in flight during each promotion, as two 64-column
+    # halves on 8 warps (the fused tile's registers; v8 probe 720 against 611 TFLOP/s for Triton's
+    # tile), the C and scales of QG 128.  (The unfused GEMM1, bf16 Y1 then a SwiGLU/FP8 kernel, in
+    # Triton t12u and Gluon t12g/t12g4: 3-8 % slower than t12p1sm3 (results/h200/2026-11-30-v8/
+    # variants/prefill-unfused-c2, code at commit 281d175), removed.)
+    "t12gf": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                              G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=4)),
+    "t12gf3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                               G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=3)),
+    "t12gf5": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                               G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=5)),
+    "t2s4gf": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4, G1_GLUON=True, G1_STAGES=4)),
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
@@ -224,41 +226,29 @@ def aot(out_dir: str) -> None:
         res = dict(tag=tag, smem=k.metadata.shared, regs=int(regs[0]),
                    spill=int(spill[0].split(",")[1].split()[0]),
                    mma="wgmma" if "wgmma" in ptx else ("mma.sync" if "mma.sync" in ptx else "none"),
-                   bar=ptx.count("bar.sync"), s=round(time.time() - t0, 1))
+                   bar=ptx.count("bar.sync"), waits="".join(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", ptx)),
+                   s=round(time.time() - t0, 1))
         results.append(res)
         print(json.dumps(res), flush=True)
 
-    def g1_unfused(cfg, bm, qg, per, loc):
-        """GEMM1 in two steps (G1_UNFUSED): the Triton or Gluon (G1_GLUON) GEMM, then the SwiGLU/FP8 kernel."""
-        if cfg.get("G1_GLUON"):
-            from triton.experimental.gluon import language as gl
-            from triton.experimental.gluon._runtime import GluonASTSource
+    def g1_gluon(cfg, bm):
+        """GEMM1 in Gluon (G1_GLUON): gemm_gluon._gemm1_gluon_kernel, one warpgroup per 64 rows."""
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon._runtime import GluonASTSource
 
-            from kernelwright.solutions.moe_fp8_triton import gemm_gluon
+        from kernelwright.solutions.moe_fp8_triton import gemm_gluon
 
-            grp = int(cfg.get("G1_GLUON_GROUP", 2))
-            la = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float8e4nv)
-            lw = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
-            comp(gemm_gluon._gemm1_gluon_kernel,
-                 dict(a_desc=f"tensordesc<fp8e4nv[{bm},128],{la!r}>", a_scale_ptr="*fp32",
-                      w_desc=f"tensordesc<fp8e4nv[128,128],{lw!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
-                      block_rows_ptr="*i32", y_ptr="*bf16", R="i32"),
-                 dict(H=H, N2=2 * I, BLOCK_M=bm, BLOCK_N=128, NUM_STAGES=cfg["G1_STAGES"], GROUP=grp,
-                      GROUP_M=cfg["G1_GROUP"], num_warps=bm // 16),
-                 bm // 16, cfg["G1_STAGES"], f"g1_gluon_bm{bm}_w{bm // 16}_s{cfg['G1_STAGES']}_g{grp}",
-                 source=GluonASTSource)
-        else:
-            comp(gemm_tma._gemm1_plain_tma_kernel,
-                 dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
-                      w_desc="tensordesc<fp8e4nv[128,128]>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
-                      block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
-                 dict(H=H, N2=2 * I, BLOCK_M=bm, BLOCK_N=128, SCALE_BLK=128, GROUP_M=cfg["G1_GROUP"], **loc),
-                 cfg["G1_WARPS"], cfg["G1_STAGES"],
-                 f"g1_plain_bm{bm}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}_p{int(per)}")
-        comp(gemm_tma._swiglu_quant_kernel,
-             dict(y_ptr="*bf16", block_expert_ptr="*i32", block_rows_ptr="*i32", c_ptr="*fp8e4nv",
-                  c_scale_ptr="*fp32", R="i32"),
-             dict(I=I, BLOCK_M=bm, BLOCK_N=qg, FP8_MAX_C=448.0), 4, 1, f"swiglu_bm{bm}_q{qg}")
+        grp = int(cfg.get("G1_GLUON_GROUP", 2))
+        la = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float8e4nv)
+        lw = gl.NVMMASharedLayout.get_default_for([64, 128], gl.float8e4nv)
+        comp(gemm_gluon._gemm1_gluon_kernel,
+             dict(a_desc=f"tensordesc<fp8e4nv[{bm},128],{la!r}>", a_scale_ptr="*fp32",
+                  w_desc=f"tensordesc<fp8e4nv[64,128],{lw!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
+                  block_rows_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
+             dict(H=H, I=I, BLOCK_M=bm, NUM_STAGES=cfg["G1_STAGES"], GROUP=grp, GROUP_M=cfg["G1_GROUP"],
+                  FP8_MAX_C=448.0, num_warps=bm // 16),
+             bm // 16, cfg["G1_STAGES"], f"g1_gluon_bm{bm}_w{bm // 16}_s{cfg['G1_STAGES']}_g{grp}",
+             source=GluonASTSource)
 
     for name, (_, cfg) in VARIANTS.items():
         bm, qg = cfg["BLOCK_M"], cfg["QG"]
@@ -275,8 +265,8 @@ def aot(out_dir: str) -> None:
                       T="i32", R="i32"),
                  dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc, SCALE_OUT=srt), 4, 1,
                  f"gather_bm{bm}_p{int(per)}_s{int(srt)}")
-            if cfg.get("G1_UNFUSED"):
-                g1_unfused(cfg, bm, qg, per, loc)
+            if cfg.get("G1_GLUON"):
+                g1_gluon(cfg, bm)
             else:
                 comp(gemm_tma._gemm1_tma_kernel,
                      dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",

@@ -12,10 +12,8 @@ gather   (one program per (M-block, H-chunk))  A_sorted[row] = hidden_states[tok
 GEMM1    (one program per (M-block, N-block of I))  as gemm._gemm1_kernel (up and gate dots,
          fp32 128-block promotion, SwiGLU/FP8 epilogue) with A_sorted and W13 [E*2I, H] tiles
          through TMA descriptors; BLOCK_K = 128 (one scale block per step).
-GEMM1 unfused (config key G1_UNFUSED; G1_GLUON: its Gluon form, gemm_gluon.py)  Y1 = A W13[e]^T as
-         bf16 [R, 2I] with one accumulator per tile, then _swiglu_quant_kernel makes C: a plain
-         block-scaled GEMM can keep an MMA in flight during the promotion (Gluon), which the
-         two-accumulator tile cannot afford in registers (docs/kernels/moe.md, v7).
+GEMM1 in Gluon (config key G1_GLUON, gemm_gluon.py)  the same C and scales with one K block's MMAs
+         in flight during each promotion, which Triton's block-scaled loop cannot express.
 GEMM2    (one program per (M-block, N-block of H))  as gemm._gemm2_kernel without COMBINE, with C
          [R, I] (already in sorted order) and W2 [E*H, I] tiles through TMA descriptors.
 
@@ -145,72 +143,6 @@ def _gemm1_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, sorted_ptr, block_rows
         acc_u += tl.dot(a, wu.T) * (a_s[:, None] * tl.load(su_ptr + kb))
         acc_g += tl.dot(a, wg.T) * (a_s[:, None] * tl.load(sg_ptr + kb))
     _swiglu_quant_store(acc_u, acc_g, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr, I, FP8_MAX_C)
-
-
-@triton.jit(do_not_specialize=["R"])
-def _gemm1_plain_tma_kernel(
-    a_desc, a_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr, block_rows_ptr, counts_ptr, y_ptr,
-    R,
-    H: tl.constexpr, N2: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SCALE_BLK: tl.constexpr,
-    GROUP_M: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-):
-    """GEMM1 without its epilogue (config key G1_UNFUSED): Y1 = A W13[e]^T as bf16 [R, N2 = 2I], one
-    accumulator per tile (up and gate columns alike), fp32 128-block promotion, valid rows only.
-    a_desc: A_sorted [R, H] fp8, block [BLOCK_M, 128]; a_scale [H/128, R] in row order (the
-    gather's, A_SCALE_SORTED); w_desc: W13 as [E*2I, H] fp8, block [BLOCK_N, 128] (BLOCK_N <= 128,
-    one weight scale per tile); w_scale [E, 2I/128, H/128].  _swiglu_quant_kernel then makes C.
-    The Triton form of gemm_gluon._gemm1_gluon_kernel (the interpreter tests run this one)."""
-    NUM_N: tl.constexpr = N2 // BLOCK_N
-    if PERSIST:
-        used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
-        tile = tl.program_id(0)
-        while tile < used * NUM_N:
-            pid_m, pid_n = _tile_of(tile, used * BLOCK_M, NUM_N, BLOCK_M, GROUP_M)
-            _gemm1_plain_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
-                              tl.load(block_expert_ptr + pid_m), H, N2, BLOCK_M, BLOCK_N, SCALE_BLK)
-            tile += tl.num_programs(0)
-    else:
-        pid_m, pid_n = _tile_of(tl.program_id(0), R, NUM_N, BLOCK_M, GROUP_M)
-        expert = tl.load(block_expert_ptr + pid_m)
-        if expert >= 0:
-            _gemm1_plain_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n,
-                              expert, H, N2, BLOCK_M, BLOCK_N, SCALE_BLK)
-
-
-@triton.jit
-def _gemm1_plain_tile(a_desc, a_scale_ptr, w_desc, w_scale_ptr, block_rows_ptr, y_ptr, R, pid_m, pid_n, expert,
-                      H: tl.constexpr, N2: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      SCALE_BLK: tl.constexpr):
-    rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M, 1)
-    KB: tl.constexpr = H // SCALE_BLK
-    ws_ptr = w_scale_ptr + expert * ((N2 // SCALE_BLK) * KB) + ((pid_n * BLOCK_N) // SCALE_BLK) * KB
-    w0 = expert * N2 + pid_n * BLOCK_N
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for kb in range(0, KB):
-        a = a_desc.load([pid_m * BLOCK_M, kb * SCALE_BLK])
-        w = w_desc.load([w0, kb * SCALE_BLK])
-        a_s = tl.load(a_scale_ptr + kb * R + rows)
-        acc += tl.dot(a, w.T) * (a_s * tl.load(ws_ptr + kb))[:, None]
-    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    tl.store(y_ptr + rows.to(tl.int64)[:, None] * N2 + cols[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=row_ok[:, None])
-
-
-@triton.jit(do_not_specialize=["R"])
-def _swiglu_quant_kernel(y_ptr, block_expert_ptr, block_rows_ptr, c_ptr, c_scale_ptr, R,
-                         I: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FP8_MAX_C: tl.constexpr):
-    """GEMM1's epilogue as its own kernel (after _gemm1_plain_tma_kernel or the Gluon GEMM1):
-    C = silu(Y1[:, I:]) * Y1[:, :I], re-quantised to FP8 per row per BLOCK_N = QG columns, with its
-    scales [I/QG, R], valid rows only.  Grid (M-blocks, I / BLOCK_N); unused M-blocks exit."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    if tl.load(block_expert_ptr + pid_m) >= 0:
-        rows, row_ok = _block_rows(pid_m, block_rows_ptr, BLOCK_M, 1)
-        n_up = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        up_ptrs = y_ptr + rows.to(tl.int64)[:, None] * (2 * I) + n_up[None, :]
-        up = tl.load(up_ptrs, mask=row_ok[:, None], other=0.0).to(tl.float32)
-        gate = tl.load(up_ptrs + I, mask=row_ok[:, None], other=0.0).to(tl.float32)
-        _swiglu_quant_store(up, gate, rows, row_ok, n_up, pid_n, R, c_ptr, c_scale_ptr, I, FP8_MAX_C)
 
 
 @triton.jit(do_not_specialize=["R"])

@@ -15,8 +15,8 @@ only (upper bounds; surplus programs exit at once):
                                         exactly 0 for tokens without a local expert
 MB = max_m_blocks(T, E_local, BLOCK_M) (routing.py) and R = MB * BLOCK_M.
 
-With G1_UNFUSED (TMA path) GEMM1 is a one-accumulator GEMM into bf16 Y1 [R, 2I] (G1_GLUON: in Gluon,
-gemm_gluon.py, CUDA only) followed by a SwiGLU/FP8 kernel.
+With G1_GLUON (TMA path, CUDA only) GEMM1 is the Gluon kernel of gemm_gluon.py: the same C and
+scales, with one K block's MMAs in flight during each promotion.
 With the config key TMA (mid/prefill, gemm_tma.py) GEMM1 and GEMM2 load their tiles through TMA
 descriptors, after a gather of the activations into expert-sorted rows; with PERSIST as well, the
 gather and both GEMMs launch at most PERSIST x SMs programs, which stride over the used M-blocks
@@ -35,8 +35,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm1_splitk_epilogue, _gemm2_kernel, _reduce_kernel
-from .gemm_tma import (_gather_rows_kernel, _gemm1_plain_tma_kernel, _gemm1_tma_kernel, _gemm2_tma_kernel,
-                       _swiglu_quant_kernel)
+from .gemm_tma import _gather_rows_kernel, _gemm1_tma_kernel, _gemm2_tma_kernel
 from .routing import TOP_K, align, route
 
 # CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
@@ -213,9 +212,9 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     )
     w13 = gemm1_weights.contiguous()
     w2 = gemm2_weights.contiguous()
-    if cfg.get("G1_UNFUSED"):
-        _gemm1_unfused(a_sorted, a_scale_g1, w13, gemm1_weights_scale.contiguous(), block_expert, block_rows,
-                       counts, c, c_scale, mb, cfg)
+    if cfg.get("G1_GLUON"):
+        _gemm1_gluon(a_sorted, a_scale_g1, w13, gemm1_weights_scale.contiguous(), block_expert, block_rows,
+                     c, c_scale, mb, cfg)
     else:
         _gemm1_tma_kernel[grid(mb * (I // qg))](
             TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale_g1,
@@ -238,45 +237,29 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     )
 
 
-def _gemm1_unfused(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, counts, c, c_scale, mb, cfg):
-    """GEMM1 in two steps (config key G1_UNFUSED, TMA path with A_SCALE_SORTED): Y1 = A W13[e]^T as
-    bf16 [R, 2I] with one accumulator per 128-column tile, then gemm_tma._swiglu_quant_kernel makes
-    C and its scales.  With G1_GLUON the GEMM is gemm_gluon._gemm1_gluon_kernel (one MMA in flight
-    during each promotion, a runtime loop over groups of G1_GLUON_GROUP K blocks, default 2; one
-    warpgroup per 64 rows, whatever G1_WARPS says; CUDA only), else gemm_tma._gemm1_plain_tma_kernel
-    (its Triton form, on G1_WARPS)."""
+def _gemm1_gluon(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, c, c_scale, mb, cfg):
+    """GEMM1 in Gluon (config key G1_GLUON; TMA path with A_SCALE_SORTED, QG 128, CUDA only):
+    gemm_gluon._gemm1_gluon_kernel writes C and its scales as _gemm1_tma_kernel does, with one K
+    block's MMAs in flight during each promotion, a runtime loop over groups of G1_GLUON_GROUP K
+    blocks (default 2), one warpgroup per 64 rows whatever G1_WARPS says, and one program per
+    bounded tile (PERSIST does not apply to it)."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+    from .gemm_gluon import _gemm1_gluon_kernel
+
     R, H = a_sorted.shape
     I = w13.shape[1] // 2
-    bm, qg = cfg["BLOCK_M"], cfg["QG"]
-    y1 = torch.empty((R, 2 * I), dtype=torch.bfloat16, device=a_sorted.device)
-    w_flat = w13.view(-1, H)
-    if cfg.get("G1_GLUON"):
-        from triton.experimental.gluon import language as gl
-        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+    bm = cfg["BLOCK_M"]
 
-        from .gemm_gluon import _gemm1_gluon_kernel
+    def desc(t, rows):
+        layout = gl.NVMMASharedLayout.get_default_for([rows, SCALE_BLOCK], gl.float8e4nv)
+        return GluonDescriptor(t, list(t.shape), list(t.stride()), [rows, SCALE_BLOCK], layout)
 
-        def desc(t, rows):
-            layout = gl.NVMMASharedLayout.get_default_for([rows, SCALE_BLOCK], gl.float8e4nv)
-            return GluonDescriptor(t, list(t.shape), list(t.stride()), [rows, SCALE_BLOCK], layout)
-
-        _gemm1_gluon_kernel[(mb * (2 * I // SCALE_BLOCK),)](
-            desc(a_sorted, bm), a_scale, desc(w_flat, SCALE_BLOCK), w13_scale, block_expert, block_rows, y1, R,
-            H=H, N2=2 * I, BLOCK_M=bm, BLOCK_N=SCALE_BLOCK, NUM_STAGES=cfg["G1_STAGES"],
-            GROUP=int(cfg.get("G1_GLUON_GROUP", 2)), GROUP_M=cfg["G1_GROUP"], num_warps=bm // 16,
-        )
-    else:
-        grid, common = _persistent_grid(cfg, counts, a_sorted.device)
-        _gemm1_plain_tma_kernel[grid(mb * (2 * I // SCALE_BLOCK))](
-            TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale,
-            TensorDescriptor.from_tensor(w_flat, [SCALE_BLOCK, SCALE_BLOCK]), w13_scale,
-            block_expert, block_rows, counts, y1, R, H=H, N2=2 * I, BLOCK_M=bm, BLOCK_N=SCALE_BLOCK,
-            SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G1_GROUP"], **common,
-            num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
-        )
-    _swiglu_quant_kernel[(mb, I // qg)](
-        y1, block_expert, block_rows, c, c_scale, R, I=I, BLOCK_M=bm, BLOCK_N=qg, FP8_MAX_C=FP8_MAX,
-        num_warps=4, num_stages=1,
+    _gemm1_gluon_kernel[(mb * (I // SCALE_BLOCK),)](
+        desc(a_sorted, bm), a_scale, desc(w13.view(-1, H), 64), w13_scale, block_expert, block_rows, c, c_scale, R,
+        H=H, I=I, BLOCK_M=bm, NUM_STAGES=cfg["G1_STAGES"], GROUP=int(cfg.get("G1_GLUON_GROUP", 2)),
+        GROUP_M=cfg["G1_GROUP"], FP8_MAX_C=FP8_MAX, num_warps=bm // 16,
     )
 
 
@@ -333,18 +316,17 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
-    if cfg.get("G1_UNFUSED") and not (cfg.get("TMA") and cfg.get("A_SCALE_SORTED")):
-        raise ValueError(f"bad MoE config {cfg}: G1_UNFUSED needs TMA and A_SCALE_SORTED")
     if cfg.get("G1_GLUON"):
         group = int(cfg.get("G1_GLUON_GROUP", 2))
-        if cfg["BLOCK_M"] not in (64, 128) or cfg["G1_STAGES"] < 2 or \
-                cfg["G1_STAGES"] * (cfg["BLOCK_M"] + SCALE_BLOCK) * SCALE_BLOCK > 227 * 1024:
+        smem = cfg["G1_STAGES"] * (cfg["BLOCK_M"] + 2 * 64) * SCALE_BLOCK + cfg["BLOCK_M"] * 64 * 4
+        if cfg["BLOCK_M"] not in (64, 128) or cfg["G1_STAGES"] < 2 or smem > 227 * 1024:
             # one or two warpgroups of 64 rows; one stage would wait forever for its own refill
             raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs BLOCK_M 64 or 128 and 2+ G1_STAGES "
                              f"within 227 KB of shared memory")
-        if not cfg.get("G1_UNFUSED") or not hidden_states.is_cuda or group < 1 or (H // SCALE_BLOCK) % group:
-            raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs G1_UNFUSED, a CUDA device (Gluon has no "
-                             f"interpreter) and H/128 divisible by G1_GLUON_GROUP")
+        if not (cfg.get("TMA") and cfg.get("A_SCALE_SORTED")) or qg != SCALE_BLOCK or not hidden_states.is_cuda \
+                or group < 1 or (H // SCALE_BLOCK) % group:
+            raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs TMA, A_SCALE_SORTED, QG 128, a CUDA device "
+                             f"(Gluon has no interpreter) and H/128 divisible by G1_GLUON_GROUP")
     dst = output
     if not output.is_contiguous():   # the kernels write row-major [T, H]
         dst = torch.empty((T, H), dtype=output.dtype, device=output.device)
