@@ -169,6 +169,7 @@ VARIANTS = {
     "t12gf5": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
                                G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=5)),
     "t2s4gf": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4, G1_GLUON=True, G1_STAGES=4)),
+    "t2s4gf3": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4, G1_GLUON=True, G1_STAGES=3)),
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
