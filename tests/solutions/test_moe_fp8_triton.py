@@ -346,6 +346,9 @@ def test_gluon_gemm1_config_checks():
             _call(inputs, config=_fast(3, **dict(gluon, **off_path)))
     with pytest.raises(ValueError, match="a CUDA device"):
         _call(inputs, config=_fast(3, **gluon))
+    # the table's form: Gluon where it can run, else (here: the interpreter) Triton's GEMM1
+    assert not K._gluon_runs_on(torch.device("cpu"))
+    _check(inputs, _call(inputs, config=_fast(3, **dict(gluon, G1_GLUON="auto"))), qg=128)
     # one stage would wait forever for its own refill (a hang on the GPU, not an error); a BLOCK_M
     # that is not one or two 64-row warpgroups would compile to a serialised, spilling kernel
     for bad in (dict(G1_STAGES=1), dict(BLOCK_M=32), dict(BLOCK_M=128, G1_STAGES=7)):

@@ -43,7 +43,8 @@ from .routing import TOP_K, align, route
 # scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
 # path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
 # scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM; v7: GEMM1
-# split in two K halves for T <= 256, and one entry for T = 1 too).  QG = GEMM1's
+# split in two K halves for T <= 256, and one entry for T = 1 too; v8: GEMM1 in Gluon for
+# 256 < T <= 2048, where the device can run it).  QG = GEMM1's
 # BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
@@ -52,7 +53,7 @@ _CONFIGS = (
     (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
                 G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
-                A_SCALE_SORTED=True)),
+                A_SCALE_SORTED=True, G1_GLUON="auto")),
     (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
                 G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1,
@@ -69,6 +70,26 @@ def config_for(num_tokens: int) -> dict:
         if max_t is None or num_tokens <= max_t:
             return cfg
     raise AssertionError("unreachable")
+
+
+_gluon_devices = {}       # device -> whether gemm_gluon's kernel can run there
+
+
+def _gluon_runs_on(device) -> bool:
+    """Whether the Gluon GEMM1 (gemm_gluon.py: Hopper wgmma through triton.experimental.gluon) can
+    run on ``device``: a CUDA device of compute capability 9.0 and a Triton with Gluon's Hopper
+    module.  A G1_GLUON = "auto" table entry runs Triton's GEMM1 of the same C elsewhere (the CPU
+    interpreter, other GPUs, other Triton versions).  Cached per device."""
+    key = str(device)
+    if key not in _gluon_devices:
+        ok = device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
+        if ok:
+            try:
+                from triton.experimental.gluon.language.nvidia import hopper  # noqa: F401
+            except ImportError:
+                ok = False
+        _gluon_devices[key] = ok
+    return _gluon_devices[key]
 
 
 def _largest_divisor_tile(n: int, want: int) -> int:
@@ -316,6 +337,8 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
+    if cfg.get("G1_GLUON") == "auto":   # the table's form: Gluon where it can run, else Triton's GEMM1
+        cfg["G1_GLUON"] = _gluon_runs_on(hidden_states.device)
     if cfg.get("G1_GLUON"):
         group = int(cfg.get("G1_GLUON_GROUP", 2))
         smem = cfg["G1_STAGES"] * (cfg["BLOCK_M"] + 2 * 64) * SCALE_BLOCK + cfg["BLOCK_M"] * 64 * 4
