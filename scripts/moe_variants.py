@@ -157,19 +157,12 @@ VARIANTS = {
     # T = 7: SMs active 65 % of GEMM1); d10 is the 2-way split
     "d2sk4": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=4)),
     "d2sk7": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=7)),
-    # v8: GEMM1 in Gluon with one K block's MMAs in flight during each promotion, as two 64-column
-    # halves on 8 warps (the fused tile's registers; v8 probe 720 against 611 TFLOP/s for Triton's
-    # tile), the C and scales of QG 128.  (The unfused GEMM1, bf16 Y1 then a SwiGLU/FP8 kernel, in
-    # Triton t12u and Gluon t12g/t12g4: 3-8 % slower than t12p1sm3 (results/h200/2026-11-30-v8/
-    # variants/prefill-unfused-c2, code at commit 281d175), removed.)
-    "t12gf": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                              G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=4)),
-    "t12gf3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                               G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=3)),
-    "t12gf5": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
-                               G2_STAGES=3, G2_PERSIST=3, G1_GLUON=True, G1_STAGES=5)),
-    "t2s4gf": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4, G1_GLUON=True, G1_STAGES=4)),
-    "t2s4gf3": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True, G2_WARPS=4, G1_GLUON=True, G1_STAGES=3)),
+    # v8, measured and removed (results/h200/2026-11-30-v8/variants, code at commit 40b5768): GEMM1
+    # in Gluon with one K block's MMAs in flight, config key G1_GLUON: unfused (bf16 Y1, then a
+    # SwiGLU/FP8 kernel; t12u Triton, t12g/t12g4 Gluon) 3-8 % slower than t12p1sm3 (commit 281d175);
+    # fused as two 64-column halves on 8 warps (t12gf, t12gf3, t12gf5) 7-10 % slower at prefill;
+    # at BLOCK_M 64 (t2s4gf, t2s4gf3) 2-6 % less device time at T = 901-2048 but no gain through the
+    # gate (ab/moe-ab-gluon-table-sweep: 523 against 514 µs at T = 512-2048).
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
@@ -227,29 +220,11 @@ def aot(out_dir: str) -> None:
         res = dict(tag=tag, smem=k.metadata.shared, regs=int(regs[0]),
                    spill=int(spill[0].split(",")[1].split()[0]),
                    mma="wgmma" if "wgmma" in ptx else ("mma.sync" if "mma.sync" in ptx else "none"),
-                   bar=ptx.count("bar.sync"), waits="".join(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", ptx)),
+                   bar=ptx.count("bar.sync"),
+                   waits="".join(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+)", ptx)),
                    s=round(time.time() - t0, 1))
         results.append(res)
         print(json.dumps(res), flush=True)
-
-    def g1_gluon(cfg, bm):
-        """GEMM1 in Gluon (G1_GLUON): gemm_gluon._gemm1_gluon_kernel, one warpgroup per 64 rows."""
-        from triton.experimental.gluon import language as gl
-        from triton.experimental.gluon._runtime import GluonASTSource
-
-        from kernelwright.solutions.moe_fp8_triton import gemm_gluon
-
-        grp = int(cfg.get("G1_GLUON_GROUP", 2))
-        la = gl.NVMMASharedLayout.get_default_for([bm, 128], gl.float8e4nv)
-        lw = gl.NVMMASharedLayout.get_default_for([64, 128], gl.float8e4nv)
-        comp(gemm_gluon._gemm1_gluon_kernel,
-             dict(a_desc=f"tensordesc<fp8e4nv[{bm},128],{la!r}>", a_scale_ptr="*fp32",
-                  w_desc=f"tensordesc<fp8e4nv[64,128],{lw!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
-                  block_rows_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
-             dict(H=H, I=I, BLOCK_M=bm, NUM_STAGES=cfg["G1_STAGES"], GROUP=grp, GROUP_M=cfg["G1_GROUP"],
-                  FP8_MAX_C=448.0, num_warps=bm // 16),
-             bm // 16, cfg["G1_STAGES"], f"g1_gluon_bm{bm}_w{bm // 16}_s{cfg['G1_STAGES']}_g{grp}",
-             source=GluonASTSource)
 
     for name, (_, cfg) in VARIANTS.items():
         bm, qg = cfg["BLOCK_M"], cfg["QG"]
@@ -266,18 +241,15 @@ def aot(out_dir: str) -> None:
                       T="i32", R="i32"),
                  dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc, SCALE_OUT=srt), 4, 1,
                  f"gather_bm{bm}_p{int(per)}_s{int(srt)}")
-            if cfg.get("G1_GLUON"):
-                g1_gluon(cfg, bm)
-            else:
-                comp(gemm_tma._gemm1_tma_kernel,
-                     dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
-                          w_desc=f"tensordesc<fp8e4nv[{qg},128]>", w_scale_ptr="*fp32", sorted_ptr="*i32",
-                          block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv",
-                          c_scale_ptr="*fp32", T="i32", R="i32"),
-                     dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=128, FP8_MAX_C=448.0,
-                          GROUP_M=cfg["G1_GROUP"], **loc, A_SCALE_SORTED=srt), cfg["G1_WARPS"], cfg["G1_STAGES"],
-                     f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}_p{int(per)}"
-                     f"_as{int(srt)}")
+            comp(gemm_tma._gemm1_tma_kernel,
+                 dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
+                      w_desc=f"tensordesc<fp8e4nv[{qg},128]>", w_scale_ptr="*fp32", sorted_ptr="*i32",
+                      block_expert_ptr="*i32", block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv",
+                      c_scale_ptr="*fp32", T="i32", R="i32"),
+                 dict(H=H, I=I, TOP_K=8, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=128, FP8_MAX_C=448.0,
+                      GROUP_M=cfg["G1_GROUP"], **loc, A_SCALE_SORTED=srt), cfg["G1_WARPS"], cfg["G1_STAGES"],
+                 f"g1_tma_bm{bm}_n{qg}_w{cfg['G1_WARPS']}_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}_p{int(per)}"
+                 f"_as{int(srt)}")
             comp(gemm_tma._gemm2_tma_kernel,
                  dict(c_desc=f"tensordesc<fp8e4nv[{bm // sub},{qg}]>", c_scale_ptr="*fp32",
                       w_desc=f"tensordesc<fp8e4nv[{bn2},{qg}]>", w_scale_ptr="*fp32",
@@ -456,11 +428,10 @@ def _launched_kernels(module):
 
 def precompile(K, cases, v1):
     """Compile every variant (and v1) up front, in parallel threads (Triton's async compile)."""
-    from kernelwright.solutions.moe_fp8_triton import gemm_gluon as KG
     from kernelwright.solutions.moe_fp8_triton import routing as KR
 
     t = time.time()
-    mods = [(m, _launched_kernels(m)) for m in (K, KR, KG)]
+    mods = [(m, _launched_kernels(m)) for m in (K, KR)]
     if v1 is not None:
         mods += [(m, _launched_kernels(m)) for m in (v1, sys.modules[v1.__name__.rsplit(".", 1)[0] + ".routing"])]
     saved = [(m, n, getattr(m, n)) for m, names in mods for n in names]

@@ -336,26 +336,6 @@ def test_tma_path_excludes_split_k_and_combine():
         _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=2, G1_BLOCK_K=128))
 
 
-def test_gluon_gemm1_config_checks():
-    """G1_GLUON is refused off its path (TMA, A_SCALE_SORTED, QG 128) and on the CPU (Gluon has no
-    interpreter), and for configs that would hang or spill on the GPU rather than fail."""
-    inputs = _inputs(3, 0, seed=1)
-    gluon = dict(TMA=True, G1_SPLIT_K=1, A_SCALE_SORTED=True, G1_GLUON=True, BLOCK_M=64, QG=128)
-    for off_path in (dict(A_SCALE_SORTED=False), dict(QG=64, G2_BLOCK_N=64), dict(TMA=False)):
-        with pytest.raises(ValueError, match="G1_GLUON needs TMA, A_SCALE_SORTED, QG 128"):
-            _call(inputs, config=_fast(3, **dict(gluon, **off_path)))
-    with pytest.raises(ValueError, match="a CUDA device"):
-        _call(inputs, config=_fast(3, **gluon))
-    # the table's form: Gluon where it can run, else (here: the interpreter) Triton's GEMM1
-    assert not K._gluon_runs_on(torch.device("cpu"))
-    _check(inputs, _call(inputs, config=_fast(3, **dict(gluon, G1_GLUON="auto"))), qg=128)
-    # one stage would wait forever for its own refill (a hang on the GPU, not an error); a BLOCK_M
-    # that is not one or two 64-row warpgroups would compile to a serialised, spilling kernel
-    for bad in (dict(G1_STAGES=1), dict(BLOCK_M=32), dict(BLOCK_M=128, G1_STAGES=7)):
-        with pytest.raises(ValueError, match="BLOCK_M 64 or 128 and 2\\+ G1_STAGES"):
-            _call(inputs, config=_fast(3, **dict(gluon, **bad)))
-
-
 def test_split_k_must_divide_the_hidden_size():
     inputs = _inputs(3, 0, seed=41)
     with pytest.raises(ValueError, match="G1_SPLIT_K"):
@@ -443,20 +423,6 @@ def _aot_results(tmp_path, variants: str) -> list:
     return json.loads(line[len("AOT-RESULT "):])
 
 
-def test_gluon_gemm1_compiles_for_sm90(tmp_path):
-    """GEMM1 in Gluon (G1_GLUON) at the prefill and mid tiles compiles for sm_90a with wgmma, both
-    waits of the in-flight scheme (``wait_group 2`` inside a group, ``0`` at its end, once per
-    64-column half) and no spills.
-    The kernel cannot run on the CPU (no interpreter): this compile is its only CPU check."""
-    results = {res["tag"]: res for res in _aot_results(tmp_path, "t12gf,t2s4gf")}
-    g1 = sorted(t for t in results if t.startswith("g1_gluon_"))
-    assert [t.split("_")[2] for t in g1] == ["bm128", "bm64"], sorted(results)
-    for tag in g1:
-        res = results[tag]
-        assert res["spill"] == 0 and res["smem"] <= 227 * 1024 and res["mma"] == "wgmma", res
-        assert res["waits"] == "2020", res      # two halves, one group each in the PTX
-
-
 def test_kernels_compile_for_sm90(tmp_path):
     """Compile every kernel and every config-table entry for sm_90a at the contest sizes (no GPU
     needed: Triton's bundled ptxas), in a subprocess without the interpreter.  Checks: no
@@ -538,22 +504,6 @@ def test_gpu_tma_path(T, persist):
     assert (split.float() - out.float()).abs().max() <= 0.02 * out.float().abs().max() + 1e-3
     pointer = _call(inputs, config=dict(base, TMA=False), graph=False)
     assert (out.float() - pointer.float()).abs().max() <= 0.02 * pointer.float().abs().max() + 1e-3
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("T", [901, 4096, 14107])
-def test_gpu_gluon_gemm1(T):
-    """GEMM1 in Gluon (G1_GLUON) at the shipped TMA entry of T, against the reference and against
-    the Triton GEMM1 of the same entry (the same C layout and scales; only the order of the fp32
-    sums differs), and deterministic."""
-    inputs = _inputs(T, 32, seed=90 + T, name=DEF_NAME, device="cuda")
-    base = dict(K.config_for(T))
-    K._graphs.clear()
-    triton_g1 = _call(inputs, config=base)
-    out = _call(inputs, config=dict(base, G1_GLUON=True, G1_STAGES=4))
-    _check(inputs, out, qg=base["QG"], emulate=False)
-    assert (out.float() - triton_g1.float()).abs().max() <= 0.02 * triton_g1.float().abs().max() + 1e-3
-    assert torch.equal(_call(inputs, config=dict(base, G1_GLUON=True, G1_STAGES=4)), out), "not deterministic"
 
 
 @pytest.mark.gpu

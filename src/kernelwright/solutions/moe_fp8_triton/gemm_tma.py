@@ -12,8 +12,6 @@ gather   (one program per (M-block, H-chunk))  A_sorted[row] = hidden_states[tok
 GEMM1    (one program per (M-block, N-block of I))  as gemm._gemm1_kernel (up and gate dots,
          fp32 128-block promotion, SwiGLU/FP8 epilogue) with A_sorted and W13 [E*2I, H] tiles
          through TMA descriptors; BLOCK_K = 128 (one scale block per step).
-GEMM1 in Gluon (config key G1_GLUON, gemm_gluon.py)  the same C and scales with one K block's MMAs
-         in flight during each promotion, which Triton's block-scaled loop cannot express.
 GEMM2    (one program per (M-block, N-block of H))  as gemm._gemm2_kernel without COMBINE, with C
          [R, I] (already in sorted order) and W2 [E*H, I] tiles through TMA descriptors.
 

@@ -15,8 +15,6 @@ only (upper bounds; surplus programs exit at once):
                                         exactly 0 for tokens without a local expert
 MB = max_m_blocks(T, E_local, BLOCK_M) (routing.py) and R = MB * BLOCK_M.
 
-With G1_GLUON (TMA path, CUDA only) GEMM1 is the Gluon kernel of gemm_gluon.py: the same C and
-scales, with one K block's MMAs in flight during each promotion.
 With the config key TMA (mid/prefill, gemm_tma.py) GEMM1 and GEMM2 load their tiles through TMA
 descriptors, after a gather of the activations into expert-sorted rows; with PERSIST as well, the
 gather and both GEMMs launch at most PERSIST x SMs programs, which stride over the used M-blocks
@@ -43,8 +41,7 @@ from .routing import TOP_K, align, route
 # scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
 # path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
 # scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM; v7: GEMM1
-# split in two K halves for T <= 256, and one entry for T = 1 too; v8: GEMM1 in Gluon for
-# 256 < T <= 2048, where the device can run it).  QG = GEMM1's
+# split in two K halves for T <= 256, and one entry for T = 1 too).  QG = GEMM1's
 # BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
@@ -53,7 +50,7 @@ _CONFIGS = (
     (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
                 G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
-                A_SCALE_SORTED=True, G1_GLUON="auto")),
+                A_SCALE_SORTED=True)),
     (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
                 G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1,
@@ -70,26 +67,6 @@ def config_for(num_tokens: int) -> dict:
         if max_t is None or num_tokens <= max_t:
             return cfg
     raise AssertionError("unreachable")
-
-
-_gluon_devices = {}       # device -> whether gemm_gluon's kernel can run there
-
-
-def _gluon_runs_on(device) -> bool:
-    """Whether the Gluon GEMM1 (gemm_gluon.py: Hopper wgmma through triton.experimental.gluon) can
-    run on ``device``: a CUDA device of compute capability 9.0 and a Triton with Gluon's Hopper
-    module.  A G1_GLUON = "auto" table entry runs Triton's GEMM1 of the same C elsewhere (the CPU
-    interpreter, other GPUs, other Triton versions).  Cached per device."""
-    key = str(device)
-    if key not in _gluon_devices:
-        ok = device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
-        if ok:
-            try:
-                from triton.experimental.gluon.language.nvidia import hopper  # noqa: F401
-            except ImportError:
-                ok = False
-        _gluon_devices[key] = ok
-    return _gluon_devices[key]
 
 
 def _largest_divisor_tile(n: int, want: int) -> int:
@@ -233,18 +210,14 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     )
     w13 = gemm1_weights.contiguous()
     w2 = gemm2_weights.contiguous()
-    if cfg.get("G1_GLUON"):
-        _gemm1_gluon(a_sorted, a_scale_g1, w13, gemm1_weights_scale.contiguous(), block_expert, block_rows,
-                     c, c_scale, mb, cfg)
-    else:
-        _gemm1_tma_kernel[grid(mb * (I // qg))](
-            TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale_g1,
-            TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
-            sorted_pairs, block_expert, block_rows, counts, c, c_scale,
-            T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
-            GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
-            num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
-        )
+    _gemm1_tma_kernel[grid(mb * (I // qg))](
+        TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale_g1,
+        TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
+        sorted_pairs, block_expert, block_rows, counts, c, c_scale,
+        T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
+        GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
+        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
+    )
     grid2, common2 = _persistent_grid(cfg, counts, hidden_states.device, "G2_PERSIST")
     sub = cfg.get("G2_SPLIT_M", 1)
     if bm % sub or bm // sub < 16:
@@ -255,32 +228,6 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=g2_bn, QG=qg,
         SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
-    )
-
-
-def _gemm1_gluon(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, c, c_scale, mb, cfg):
-    """GEMM1 in Gluon (config key G1_GLUON; TMA path with A_SCALE_SORTED, QG 128, CUDA only):
-    gemm_gluon._gemm1_gluon_kernel writes C and its scales as _gemm1_tma_kernel does, with one K
-    block's MMAs in flight during each promotion, a runtime loop over groups of G1_GLUON_GROUP K
-    blocks (default 2), one warpgroup per 64 rows whatever G1_WARPS says, and one program per
-    bounded tile (PERSIST does not apply to it)."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
-
-    from .gemm_gluon import _gemm1_gluon_kernel
-
-    R, H = a_sorted.shape
-    I = w13.shape[1] // 2
-    bm = cfg["BLOCK_M"]
-
-    def desc(t, rows):
-        layout = gl.NVMMASharedLayout.get_default_for([rows, SCALE_BLOCK], gl.float8e4nv)
-        return GluonDescriptor(t, list(t.shape), list(t.stride()), [rows, SCALE_BLOCK], layout)
-
-    _gemm1_gluon_kernel[(mb * (I // SCALE_BLOCK),)](
-        desc(a_sorted, bm), a_scale, desc(w13.view(-1, H), 64), w13_scale, block_expert, block_rows, c, c_scale, R,
-        H=H, I=I, BLOCK_M=bm, NUM_STAGES=cfg["G1_STAGES"], GROUP=int(cfg.get("G1_GLUON_GROUP", 2)),
-        GROUP_M=cfg["G1_GROUP"], FP8_MAX_C=FP8_MAX, num_warps=bm // 16,
     )
 
 
@@ -337,19 +284,6 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
-    if cfg.get("G1_GLUON") == "auto":   # the table's form: Gluon where it can run, else Triton's GEMM1
-        cfg["G1_GLUON"] = _gluon_runs_on(hidden_states.device)
-    if cfg.get("G1_GLUON"):
-        group = int(cfg.get("G1_GLUON_GROUP", 2))
-        smem = cfg["G1_STAGES"] * (cfg["BLOCK_M"] + 2 * 64) * SCALE_BLOCK + cfg["BLOCK_M"] * 64 * 4
-        if cfg["BLOCK_M"] not in (64, 128) or cfg["G1_STAGES"] < 2 or smem > 227 * 1024:
-            # one or two warpgroups of 64 rows; one stage would wait forever for its own refill
-            raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs BLOCK_M 64 or 128 and 2+ G1_STAGES "
-                             f"within 227 KB of shared memory")
-        if not (cfg.get("TMA") and cfg.get("A_SCALE_SORTED")) or qg != SCALE_BLOCK or not hidden_states.is_cuda \
-                or group < 1 or (H // SCALE_BLOCK) % group:
-            raise ValueError(f"bad MoE config {cfg}: G1_GLUON needs TMA, A_SCALE_SORTED, QG 128, a CUDA device "
-                             f"(Gluon has no interpreter) and H/128 divisible by G1_GLUON_GROUP")
     dst = output
     if not output.is_contiguous():   # the kernels write row-major [T, H]
         dst = torch.empty((T, H), dtype=output.dtype, device=output.device)
