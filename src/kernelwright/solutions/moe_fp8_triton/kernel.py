@@ -231,16 +231,29 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     )
 
 
-def _graph_key(tensors, output, local_expert_offset, routed_scaling_factor, config):
-    """Everything a capture bakes in: each tensor's address, shape and contiguity (captures are
-    made only when every tensor is contiguous, so equal shapes mean equal strides; dtypes are
-    fixed by the definition; addresses are unique across devices under unified addressing), both
-    scalars and the config (without an explicit config the config is a function of the shapes).
-    Kept short on purpose: it runs on every call, on the host, before the GPU has anything to do."""
-    key = [int(local_expert_offset), float(routed_scaling_factor), None if config is None else tuple(config.items())]
-    for t in tensors + (output,):
-        key += (t.data_ptr(), t.shape, t.is_contiguous())
-    return tuple(key)
+def _graph_key(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+               gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
+               routed_scaling_factor, output, config):
+    """Everything a capture bakes in: each tensor's address and shape, whether all of them are
+    contiguous (captures are made only when every tensor is, so equal shapes mean equal strides;
+    dtypes are fixed by the definition; addresses are unique across devices under unified
+    addressing), both scalars and the config (without an explicit config the config is a function
+    of the shapes).  One flat tuple written out, no loop: it runs on every call, on the host,
+    before the GPU has anything to do, and right after the gate's per-iteration work the host's
+    caches are cold (results/h200/2026-11-29-v5/diagnostics/moe_host_probe.log: 25-29 µs for the
+    earlier, looped form of this key in the gate's worker, 11-13 µs when computed again at once)."""
+    return (hidden_states.data_ptr(), hidden_states.shape, output.data_ptr(), output.shape,
+            routing_logits.data_ptr(), routing_logits.shape, routing_bias.data_ptr(), routing_bias.shape,
+            hidden_states_scale.data_ptr(), hidden_states_scale.shape, gemm1_weights.data_ptr(),
+            gemm1_weights.shape, gemm1_weights_scale.data_ptr(), gemm1_weights_scale.shape,
+            gemm2_weights.data_ptr(), gemm2_weights.shape, gemm2_weights_scale.data_ptr(),
+            gemm2_weights_scale.shape,
+            hidden_states.is_contiguous() and output.is_contiguous() and routing_logits.is_contiguous()
+            and routing_bias.is_contiguous() and hidden_states_scale.is_contiguous()
+            and gemm1_weights.is_contiguous() and gemm1_weights_scale.is_contiguous()
+            and gemm2_weights.is_contiguous() and gemm2_weights_scale.is_contiguous(),
+            int(local_expert_offset), float(routed_scaling_factor),
+            None if config is None else tuple(config.items()))
 
 
 def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
@@ -249,12 +262,12 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     """Writes every element of ``output`` [T, H] bf16.  ``config`` overrides the T-keyed
     block-size table (tests use it to cover every table entry at small T); ``graph`` = False
     forces eager launches (default: CUDA-graph replay on CUDA devices)."""
-    tensors = (routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
-               gemm1_weights_scale, gemm2_weights, gemm2_weights_scale)
     key = None
     if (hidden_states.is_cuda if graph is None else graph) and \
             not torch.cuda.is_current_stream_capturing():
-        key = _graph_key(tensors, output, local_expert_offset, routed_scaling_factor, config)
+        key = _graph_key(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+                         gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
+                         routed_scaling_factor, output, config)
         g = _graphs.pop(key, None)
         if g is not None:
             _graphs[key] = g          # most recent last
@@ -284,6 +297,8 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
+    tensors = (routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+               gemm1_weights_scale, gemm2_weights, gemm2_weights_scale)
     dst = output
     if not output.is_contiguous():   # the kernels write row-major [T, H]
         dst = torch.empty((T, H), dtype=output.dtype, device=output.device)
