@@ -155,6 +155,85 @@ def swiglu_gemm1_triton(a_desc, w_desc, a_scale_ptr, w_scale_ptr, c_ptr, M, I, K
     tl.store(c_ptr + rows.to(tl.int64)[:, None] * I + cols[None, :], c.to(tl.bfloat16), mask=(rows < M)[:, None])
 
 
+# Warp-specialised form (DeepGEMM's structure, docs/next-steps.md item 2): a producer warpgroup
+# issues the TMA loads and gives its registers away (setmaxnreg: 40 a thread), and the 8-warp
+# default partition (two consumer warpgroups, 64 rows each, up to 232 registers) runs the MMAs.
+# Each consumer holds the up and gate accumulators of 128 columns (128 registers) and one product
+# (64): the up MMA, its promotion, then the gate MMA and its promotion, so nothing is in flight
+# inside a warpgroup; the two consumers and the producer overlap one another instead.  C keeps
+# 128-column scale groups (QG 128), so GEMM2 would be unchanged.
+WS_PRODUCER_REGS = 40
+WS_MAXNREG = 168        # 12 warps x 32 x 168 <= 64K registers; the producer's share goes to the consumers
+
+
+@gluon.jit
+def _ws_load(a_desc, w_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, I, KB, NUM_STAGES: gl.constexpr):
+    """Producer partition: K block k into stage k % NUM_STAGES once the consumers released it
+    (mbarriers start in phase 1 complete, so the first round passes)."""
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + 2 * w_desc.block_type.nbytes
+    for k in range(KB):
+        s = k % NUM_STAGES
+        mbarrier.wait(empty.index(s), ((k // NUM_STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(s), nbytes)
+        tma.async_copy_global_to_shared(a_desc, [off_m, k * 128], ready.index(s), a_bufs.index(s))
+        tma.async_copy_global_to_shared(w_desc, [off_n, k * 128], ready.index(s), b_bufs.index(2 * s))
+        tma.async_copy_global_to_shared(w_desc, [I + off_n, k * 128], ready.index(s), b_bufs.index(2 * s + 1))
+
+
+@gluon.jit
+def _ws_mma(a_bufs, b_bufs, ready, empty, a_scale_ptr, w_scale_ptr, c_ptr, off_m, off_n, M, I, KB,
+            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Default partition (two consumer warpgroups): per K block the up MMA, wait, promote, then the
+    gate MMA, wait, release the stage, promote; then the SwiGLU epilogue."""
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BLOCK_N, 32])
+    rows = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout))
+    row_ok = rows < M
+    s_up = w_scale_ptr + (off_n // 128) * KB
+    s_gate = w_scale_ptr + ((I + off_n) // 128) * KB
+    acc_up = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+    acc_gate = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+    prod = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+    for k in range(KB):
+        s = k % NUM_STAGES
+        mbarrier.wait(ready.index(s), (k // NUM_STAGES) & 1)
+        a_s = gl.load(a_scale_ptr + k * M + rows, mask=row_ok, other=0.0)
+        prod = warpgroup_mma(a_bufs.index(s), b_bufs.index(2 * s).permute((1, 0)), prod, use_acc=False,
+                             is_async=True)
+        prod = warpgroup_mma_wait(num_outstanding=0, deps=(prod,))
+        acc_up = acc_up + prod * (a_s * gl.load(s_up + k))[:, None]
+        prod = warpgroup_mma(a_bufs.index(s), b_bufs.index(2 * s + 1).permute((1, 0)), prod, use_acc=False,
+                             is_async=True)
+        prod = warpgroup_mma_wait(num_outstanding=0, deps=(prod,))
+        mbarrier.arrive(empty.index(s), count=1)
+        acc_gate = acc_gate + prod * (a_s * gl.load(s_gate + k))[:, None]
+    c = acc_gate / (1.0 + gl.exp(-acc_gate)) * acc_up
+    cols = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+    gl.store(c_ptr + rows.to(gl.int64)[:, None] * I + cols[None, :], c.to(gl.bfloat16), mask=row_ok[:, None])
+
+
+@gluon.jit
+def swiglu_gemm1_gluon_ws(a_desc, w_desc, a_scale_ptr, w_scale_ptr, c_ptr, M, I, K,
+                          BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr,
+                          PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+    """The same C tile as swiglu_gemm1_gluon at BLOCK_N = 128, warp-specialised (see above)."""
+    off_m = gl.program_id(0) * BLOCK_M
+    off_n = gl.program_id(1) * BLOCK_N
+    KB = K // 128
+    a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(w_desc.dtype, [2 * NUM_STAGES] + w_desc.block_type.shape, w_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    gl.warp_specialize([
+        (_ws_mma, (a_bufs, b_bufs, ready, empty, a_scale_ptr, w_scale_ptr, c_ptr, off_m, off_n, M, I, KB,
+                   BLOCK_M, BLOCK_N, NUM_STAGES)),
+        (_ws_load, (a_desc, w_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, I, KB, NUM_STAGES)),
+    ], [4], [PRODUCER_REGS])
+
+
 # (name, kind, BLOCK_M, BLOCK_N, warps, stages, GROUP): the Gluon tiles, and the Triton tile at the
 # shipped prefill GEMM1 configuration (t12: 128 x 128 on 16 warps, 3 stages) and at the Gluon's width
 VARIANTS = [
@@ -164,6 +243,8 @@ VARIANTS = [
     ("gluon-n64-g2-s6", "gluon", 128, 64, 8, 6, 2),
     ("triton-n128-w16-s3", "triton", 128, 128, 16, 3, 0),
     ("triton-n64-w8-s4", "triton", 128, 64, 8, 4, 0),
+    ("gluon-ws-n128-s4", "gluon-ws", 128, 128, 8, 4, 0),     # warps: the default partition's (+ 4 producer)
+    ("gluon-ws-n128-s3", "gluon-ws", 128, 128, 8, 3, 0),
 ]
 
 
@@ -188,6 +269,11 @@ def aot(K: int = 7168) -> list:
                        **base)
             const = dict(BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, GROUP=group, num_warps=warps)
             source, fn = GluonASTSource, swiglu_gemm1_gluon
+        elif kind == "gluon-ws":
+            sig = dict(a_desc=f"tensordesc<fp8e4nv[{bm},128],{la!r}>", w_desc=f"tensordesc<fp8e4nv[{bn},128],{lb!r}>",
+                       **base)
+            const = dict(BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, PRODUCER_REGS=WS_PRODUCER_REGS, num_warps=warps)
+            source, fn = GluonASTSource, swiglu_gemm1_gluon_ws
         else:
             sig = dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", w_desc=f"tensordesc<fp8e4nv[{bn},128]>", **base)
             const = dict(BLOCK_M=bm, BLOCK_N=bn)
@@ -196,7 +282,9 @@ def aot(K: int = 7168) -> list:
         attrs = {(i,): [["tt.divisibility", 16]] for i, v in enumerate(sig.values()) if v.startswith("*")}
         try:
             k = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
-                               target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+                               target=GPUTarget("cuda", 90, 32),
+                               options=dict(num_warps=warps, num_stages=stages,
+                                            **({"maxnreg": WS_MAXNREG} if kind == "gluon-ws" else {})))
         except Exception as exc:
             print(f"{name:<20} compile failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}", flush=True)
             out.append(dict(variant=name, error=str(exc).splitlines()[0][:300]))
@@ -210,10 +298,12 @@ def aot(K: int = 7168) -> list:
         regs = re.findall(r"Used (\d+) registers", r.stderr)
         spill = re.findall(r"(\d+) bytes spill stores", r.stderr)
         waits = "".join(re.findall(r"wgmma.wait_group.sync.aligned (\d+)", ptx))
+        maxnreg = re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)
         notes = [ln.split("info    :")[-1].strip()[:90] for ln in r.stderr.splitlines() if "(C75" in ln]
         size = os.path.getsize(cubin) if os.path.exists(cubin) else 0
         row = dict(variant=name, smem=k.metadata.shared, regs=int(regs[0]) if regs else None,
-                   spill=int(spill[0]) if spill else None, waits=waits, cubin=size, notes=notes)
+                   spill=int(spill[0]) if spill else None, waits=waits, cubin=size, notes=notes,
+                   setmaxnreg=[f"{a} {n}" for a, n in maxnreg])
         out.append(row)
         print(json.dumps(row), flush=True)
     return out
@@ -239,14 +329,19 @@ def gpu(shapes, json_path=None) -> None:
         for name, kind, bm, bn, warps, stages, group in VARIANTS:
             c = torch.empty(M, I, device=dev, dtype=torch.bfloat16)
             grid = (triton.cdiv(M, bm), I // bn)
-            if kind == "gluon":
+            if kind in ("gluon", "gluon-ws"):
                 la, lb = _layouts(bm, bn)
                 ad = GluonDescriptor(a, list(a.shape), list(a.stride()), [bm, 128], la)
                 wd = GluonDescriptor(w, list(w.shape), list(w.stride()), [bn, 128], lb)
-
-                def fn(ad=ad, wd=wd, c=c, grid=grid, bm=bm, bn=bn, stages=stages, group=group, warps=warps):
-                    swiglu_gemm1_gluon[grid](ad, wd, a_scale, w_scale, c, M, I, K, BLOCK_M=bm, BLOCK_N=bn,
-                                             NUM_STAGES=stages, GROUP=group, num_warps=warps)
+                if kind == "gluon":
+                    def fn(ad=ad, wd=wd, c=c, grid=grid, bm=bm, bn=bn, stages=stages, group=group, warps=warps):
+                        swiglu_gemm1_gluon[grid](ad, wd, a_scale, w_scale, c, M, I, K, BLOCK_M=bm, BLOCK_N=bn,
+                                                 NUM_STAGES=stages, GROUP=group, num_warps=warps)
+                else:
+                    def fn(ad=ad, wd=wd, c=c, grid=grid, bm=bm, bn=bn, stages=stages, warps=warps):
+                        swiglu_gemm1_gluon_ws[grid](ad, wd, a_scale, w_scale, c, M, I, K, BLOCK_M=bm, BLOCK_N=bn,
+                                                    NUM_STAGES=stages, PRODUCER_REGS=WS_PRODUCER_REGS,
+                                                    num_warps=warps, maxnreg=WS_MAXNREG)
             else:
                 ad, wd = TensorDescriptor.from_tensor(a, [bm, 128]), TensorDescriptor.from_tensor(w, [bn, 128])
 
