@@ -13,6 +13,9 @@ Operands (dense, no gather): A [M, K] fp8 e4m3 with 1x128 scales a_scale [K/128,
 W13 [2I, K] fp8 with 128x128 block scales w_scale [2I/128, K/128] fp32, rows [0, I) the up half
 and [I, 2I) the gate half (the definition's layout); C [M, I] bf16 = silu(gate) * up.
 
+Also the warp-specialised form (``gluon-ws`` rows, ``swiglu_gemm1_gluon_ws``): a TMA producer
+warpgroup and two consumer warpgroups that receive its registers (setmaxnreg), at BLOCK_N = 128.
+
     python scripts/gluon_swiglu_probe.py --aot      # CPU: sm_90a compile, registers, waits, code size
     python scripts/gluon_swiglu_probe.py            # GPU: correctness vs torch, then timing
 """
