@@ -205,8 +205,12 @@ def _ws_mma(a_bufs, b_bufs, ready, empty, a_scale_ptr, w_scale_ptr, c_ptr, off_m
                              is_async=True)
         prod = warpgroup_mma_wait(num_outstanding=0, deps=(prod,))
         acc_up = acc_up + prod * (a_s * gl.load(s_up + k))[:, None]
-        prod = warpgroup_mma(a_bufs.index(s), b_bufs.index(2 * s + 1).permute((1, 0)), prod, use_acc=False,
-                             is_async=True)
+        # The gate MMA's (unread: use_acc=False) accumulator operand is made to depend on the promoted
+        # acc_up, so ptxas cannot start the gate MMA before the up promotion is done.  Left free, it
+        # overlaps the two and keeps the up product alive next to the gate's: 4 x 64 registers, over
+        # the consumers' 240, and 352-464 bytes of spills (CPU compile, results/cpu-aot/2026-11-30-v8).
+        prod = warpgroup_mma(a_bufs.index(s), b_bufs.index(2 * s + 1).permute((1, 0)), acc_up * 0.0,
+                             use_acc=False, is_async=True)
         prod = warpgroup_mma_wait(num_outstanding=0, deps=(prod,))
         mbarrier.arrive(empty.index(s), count=1)
         acc_gate = acc_gate + prod * (a_s * gl.load(s_gate + k))[:, None]
