@@ -488,28 +488,6 @@ def test_gpu_graph_cache_replays_current_contents(T):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("T", [1, 57, 901, 4096])
-def test_gpu_programmatic_dependent_launch_changes_no_bit(T):
-    """Config key PDL (pdl.py) only changes when each kernel's programs are scheduled: through the
-    graph path (eager run + capture, then a replay on new contents) the output equals the same
-    table entry launched without PDL, bit for bit, at each table entry's T range."""
-    K._graphs.clear()
-    a = _inputs(T, 64, seed=90 + T, name=DEF_NAME, device="cuda")
-    b = _inputs(T, 64, seed=95 + T, name=DEF_NAME, device="cuda")
-    on, off = dict(K.config_for(T), PDL=True), dict(K.config_for(T), PDL=False)
-    out = torch.full((T, a["hidden_states"].shape[1]), float("nan"), dtype=torch.bfloat16, device="cuda")
-    K.run(*_args(a), out, config=on)           # eager + capture
-    assert torch.equal(out, _call(a, config=off, graph=False)), "PDL changed the eager result"
-    for name in ("routing_logits", "routing_bias", "hidden_states", "hidden_states_scale"):
-        a[name].copy_(b[name])
-    out.fill_(float("nan"))
-    K.run(*_args(a), out, config=on)           # replay of the PDL graph on new contents
-    torch.cuda.synchronize()
-    assert torch.equal(out, _call(a, config=off, graph=False)), "the PDL graph replay differs"
-    _check(a, out, qg=on["QG"], emulate=False)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("persist", [0, 1])
 @pytest.mark.parametrize("T", [57, 901, 4096])
 def test_gpu_tma_path(T, persist):

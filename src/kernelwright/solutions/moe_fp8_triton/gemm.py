@@ -20,8 +20,6 @@ program exits at once) and block_rows[b] (valid rows; the rest of the block is p
 import triton
 import triton.language as tl
 
-from .pdl import pdl_enter
-
 SCALE_BLOCK = 128  # FP8 block-scale granularity of the operands (1x128 activations, 128x128 W)
 FP8_MAX = 448.0
 
@@ -105,7 +103,6 @@ def _gemm1_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):
     """SPLIT_K = 1: the whole K loop and the SwiGLU/FP8 epilogue.  SPLIT_K > 1 (decode, when one
     or two active experts cannot fill the SMs): work item tile*SPLIT_K + j runs the j-th 1/SPLIT_K
@@ -113,7 +110,6 @@ def _gemm1_kernel(
     sums them in a fixed order (deterministic) and applies the same epilogue.  PERSIST = False:
     one program per bounded work item (unused M-blocks exit); True: the programs stride over the
     used M-blocks' work items (counts [NUM_LOCAL] int32)."""
-    pdl_enter(PDL)
     NUM_N: tl.constexpr = I // BLOCK_N
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
@@ -199,11 +195,10 @@ def _gemm1_splitk_epilogue(
     part_ptr, block_expert_ptr, block_rows_ptr, c_ptr, c_scale_ptr,
     R,
     I: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SPLIT_K: tl.constexpr,
-    FP8_MAX_C: tl.constexpr, PDL: tl.constexpr = False,
+    FP8_MAX_C: tl.constexpr,
 ):
     """Sums GEMM1's SPLIT_K fp32 partials (slice order: deterministic) for one (M-block, N-block)
     tile and applies the SwiGLU/FP8 epilogue; grid MB * (I / BLOCK_N), unused blocks exit."""
-    pdl_enter(PDL)
     pid_m, pid_n = _tile_of(tl.program_id(0), R, I // BLOCK_N, BLOCK_M, 1)
     if tl.load(block_expert_ptr + pid_m) < 0:
         return
@@ -228,14 +223,12 @@ def _gemm2_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, QG: tl.constexpr,
     SCALE_BLK: tl.constexpr, GROUP_M: tl.constexpr, COMBINE: tl.constexpr,
     NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):
     """O = C W2[e]^T.  BLOCK_K is a multiple of QG (GEMM1's BLOCK_N, the C quantisation
     group): each K step runs BLOCK_K/QG dots, one C scale each.
     COMBINE = False: O -> bf16 rows of y at the padded rows (the reduce kernel sums them).
     COMBINE = True: the top-k reduction fused here: out[token] += w[pair] * O with bf16
     atomics (out zeroed by the routing kernel); y is unused.  PERSIST as in _gemm1_kernel."""
-    pdl_enter(PDL)
     NUM_N: tl.constexpr = H // BLOCK_N
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
@@ -301,10 +294,8 @@ def _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, s
 def _reduce_kernel(
     y_ptr, pair_row_ptr, weights_ptr, out_ptr, T,
     H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr,
-    PDL: tl.constexpr = False,
 ):
     """out[t] = sum_k w[t,k] * y[pair_row[t,k]] over the local k, in top-k order (fp32)."""
-    pdl_enter(PDL)
     pid_t = tl.program_id(0)
     pid_h = tl.program_id(1)
     t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)

@@ -34,7 +34,6 @@ import triton
 import triton.language as tl
 
 from .gemm import _block_rows, _promote_w2, _swiglu_quant_store, _tile_of, _used_m_blocks
-from .pdl import pdl_enter
 
 
 @triton.jit(do_not_specialize=["T", "R"])
@@ -42,14 +41,13 @@ def _gather_rows_kernel(a_ptr, a_scale_ptr, sorted_ptr, block_expert_ptr, block_
                         out_scale_ptr, T, R,
                         H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_H: tl.constexpr,
                         NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-                        SCALE_OUT: tl.constexpr, PDL: tl.constexpr = False):
+                        SCALE_OUT: tl.constexpr):
     """out[row, h-chunk] = a[token(row), h-chunk]; zero rows past the block's valid rows.
     SCALE_OUT (config key A_SCALE_SORTED): also out_scale [H/128, R] fp32 = a_scale [H/128, T]
     at each row's token (0 in padding rows), so GEMM1 reads its activation scales contiguously
     instead of one scattered 4-byte load per row and K block.
     Grid (programs, H / BLOCK_H): M-block pid (PERSIST = 0; unused M-blocks exit) or every used
     M-block with the grid's stride."""
-    pdl_enter(PDL)
     offs_h = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
@@ -85,14 +83,13 @@ def _gemm1_tma_kernel(
     H: tl.constexpr, I: tl.constexpr, TOP_K: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, SCALE_BLK: tl.constexpr, FP8_MAX_C: tl.constexpr,
     GROUP_M: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-    A_SCALE_SORTED: tl.constexpr, PDL: tl.constexpr = False,
+    A_SCALE_SORTED: tl.constexpr,
 ):
     """C = silu(A W13[e, I:]^T) * (A W13[e, :I]^T), FP8 per row per BLOCK_N columns.
     a_desc: A_sorted [R, H] fp8, block [BLOCK_M, 128]; w_desc: W13 as [E*2I, H] fp8, block
     [BLOCK_N, 128]; a_scale [H/128, T] fp32 read at each row's token, or (A_SCALE_SORTED) the
     gather's [H/128, R] read at the row; w_scale [E, 2I/128, H/128]; counts [NUM_LOCAL] int32
     (the used M-blocks, PERSIST)."""
-    pdl_enter(PDL)
     NUM_N: tl.constexpr = I // BLOCK_N
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M)
@@ -153,7 +150,7 @@ def _gemm2_tma_kernel(
     H: tl.constexpr, I: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, QG: tl.constexpr, SCALE_BLK: tl.constexpr,
     GROUP_M: tl.constexpr, NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, PERSIST: tl.constexpr,
-    SUB: tl.constexpr, PDL: tl.constexpr = False,
+    SUB: tl.constexpr,
 ):
     """O = C W2[e]^T as bf16 rows of y [R, H] at the valid rows.  c_desc: C [R, I] fp8, block
     [BLOCK_M, QG]; w_desc: W2 as [E*H, I] fp8, block [BLOCK_N, QG]; c_scale [I/QG, R];
@@ -163,7 +160,6 @@ def _gemm2_tma_kernel(
     SM, whose promotions and MMAs interleave); SUB = 1: BLOCK_M is the M-block.  (Skipping a
     row block without a valid row, the empty half of an expert's last M-block, was measured 2-5 %
     slower at T = 4096-14107: results/h200/2026-11-30-v7/variants/prefill-c1, commit cc60f1a.)"""
-    pdl_enter(PDL)
     NUM_N: tl.constexpr = H // BLOCK_N
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M * SUB) * SUB

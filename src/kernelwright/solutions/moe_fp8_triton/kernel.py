@@ -86,14 +86,13 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
     bm, qg = cfg["BLOCK_M"], cfg["QG"]
     combine = bool(cfg["COMBINE"])
     dev = hidden_states.device
-    pdl = _pdl(cfg, dev)
 
     ids, weights, slots, counts = route(routing_logits.contiguous(), routing_bias.contiguous(),
                                         local_expert_offset, routed_scaling_factor, num_local,
                                         block_t=cfg["ROUTE_BT"], num_warps=cfg["ROUTE_WARPS"],
-                                        zero_out=output if combine else None, pdl=pdl)
+                                        zero_out=output if combine else None)
     sorted_pairs, pair_row, block_expert, block_rows, mb = align(
-        ids, slots, counts, local_expert_offset, num_local, bm, pdl=pdl)
+        ids, slots, counts, local_expert_offset, num_local, bm)
     R = mb * bm
 
     c = torch.empty((R, I), dtype=torch.float8_e4m3fn, device=dev)
@@ -112,8 +111,8 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
     rbt = cfg["RED_BT"]
     block_h = min(cfg["RED_BH"], triton.next_power_of_2(H))
     _reduce_kernel[(triton.cdiv(T, rbt), triton.cdiv(H, block_h))](
-        y, pair_row, weights, output, T, H=H, TOP_K=TOP_K, BLOCK_T=rbt, BLOCK_H=block_h, PDL=pdl,
-        num_warps=cfg["RED_WARPS"], num_stages=1, launch_pdl=pdl,
+        y, pair_row, weights, output, T, H=H, TOP_K=TOP_K, BLOCK_T=rbt, BLOCK_H=block_h,
+        num_warps=cfg["RED_WARPS"], num_stages=1,
     )
 
 
@@ -132,7 +131,6 @@ def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scal
     combine = bool(cfg["COMBINE"])
     dev = hidden_states.device
     split = cfg["G1_SPLIT_K"]
-    pdl = _pdl(cfg, dev)
     # fp32 up/gate partials of each K slice (only with split-K; else a placeholder pointer)
     part = torch.empty((split, R, 2 * I), dtype=torch.float32, device=dev) if split > 1 else c_scale
     grid, common = _persistent_grid(cfg, counts, dev)
@@ -141,14 +139,13 @@ def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scal
         gemm1_weights_scale.contiguous(), sorted_pairs, block_expert, block_rows, c, c_scale, part, counts,
         T, R, H=H, I=I, TOP_K=TOP_K,
         BLOCK_M=bm, BLOCK_N=qg, BLOCK_K=cfg["G1_BLOCK_K"], SCALE_BLK=SCALE_BLOCK,
-        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split, **common, PDL=pdl,
-        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"], launch_pdl=pdl,
+        FP8_MAX_C=FP8_MAX, GROUP_M=cfg["G1_GROUP"], SPLIT_K=split, **common,
+        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
     if split > 1:
         _gemm1_splitk_epilogue[(mb * (I // qg),)](
             part, block_expert, block_rows, c, c_scale, R,
-            I=I, BLOCK_M=bm, BLOCK_N=qg, SPLIT_K=split, FP8_MAX_C=FP8_MAX, PDL=pdl, num_warps=4, num_stages=1,
-            launch_pdl=pdl,
+            I=I, BLOCK_M=bm, BLOCK_N=qg, SPLIT_K=split, FP8_MAX_C=FP8_MAX, num_warps=4, num_stages=1,
         )
 
     y = c if combine else torch.empty((R, H), dtype=torch.bfloat16, device=dev)
@@ -158,16 +155,10 @@ def _gemms(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scal
         block_expert, block_rows, y, sorted_pairs, weights, output, counts,
         R, H=H, I=I, TOP_K=TOP_K,
         BLOCK_M=bm, BLOCK_N=g2_bn, BLOCK_K=g2_bk, QG=qg, SCALE_BLK=SCALE_BLOCK,
-        GROUP_M=cfg["G2_GROUP"], COMBINE=combine, **common2, PDL=pdl,
-        num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"], launch_pdl=pdl,
+        GROUP_M=cfg["G2_GROUP"], COMBINE=combine, **common2,
+        num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
     return y
-
-
-def _pdl(cfg, device) -> bool:
-    """Config key PDL (default False): programmatic dependent launch between the call's kernels
-    (pdl.py); CUDA devices only (the interpreter has no griddepcontrol)."""
-    return bool(cfg.get("PDL")) and device.type == "cuda"
 
 
 def _programs(device) -> int:
@@ -207,7 +198,6 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     R = mb * bm
     g2_bn = _largest_divisor_tile(H, cfg["G2_BLOCK_N"])
     gather_h = _largest_divisor_tile(H, 512)
-    pdl = _pdl(cfg, hidden_states.device)
     grid, common = _persistent_grid(cfg, counts, hidden_states.device)
     a_sorted = torch.empty((R, H), dtype=hidden_states.dtype, device=hidden_states.device)
     a_scale = hidden_states_scale.contiguous()
@@ -215,8 +205,8 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     a_scale_g1 = torch.empty((H // SCALE_BLOCK, R), dtype=torch.float32, device=a_scale.device) if scale_sorted else a_scale
     _gather_rows_kernel[(grid(mb)[0], H // gather_h)](
         hidden_states.contiguous(), a_scale, sorted_pairs, block_expert, block_rows, counts, a_sorted, a_scale_g1,
-        T, R, H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, **common, SCALE_OUT=scale_sorted, PDL=pdl,
-        num_warps=4, num_stages=1, launch_pdl=pdl,
+        T, R, H=H, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_H=gather_h, **common, SCALE_OUT=scale_sorted,
+        num_warps=4, num_stages=1,
     )
     w13 = gemm1_weights.contiguous()
     w2 = gemm2_weights.contiguous()
@@ -225,8 +215,8 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
         sorted_pairs, block_expert, block_rows, counts, c, c_scale,
         T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
-        GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted, PDL=pdl,
-        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"], launch_pdl=pdl,
+        GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
+        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
     )
     grid2, common2 = _persistent_grid(cfg, counts, hidden_states.device, "G2_PERSIST")
     sub = cfg.get("G2_SPLIT_M", 1)
@@ -236,8 +226,8 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         TensorDescriptor.from_tensor(c, [bm // sub, qg]), c_scale,
         TensorDescriptor.from_tensor(w2.view(-1, I), [g2_bn, qg]), gemm2_weights_scale.contiguous(),
         block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=g2_bn, QG=qg,
-        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub, PDL=pdl,
-        num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"], launch_pdl=pdl,
+        SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub,
+        num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
     )
 
 

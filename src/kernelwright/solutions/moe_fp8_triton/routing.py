@@ -25,8 +25,6 @@ import torch
 import triton
 import triton.language as tl
 
-from .pdl import pdl_enter
-
 _KEY_MIN = tl.constexpr(-9223372036854775807 - 1)   # int64 min: below every packed key
 
 
@@ -36,12 +34,11 @@ def _routing_kernel(
     T, local_offset, scaling,
     NUM_EXPERTS: tl.constexpr, N_GROUP: tl.constexpr, TOPK_GROUP: tl.constexpr,
     TOP_K: tl.constexpr, NUM_LOCAL: tl.constexpr, BLOCK_T: tl.constexpr,
-    OUT_H: tl.constexpr, ZERO_OUT: tl.constexpr, PDL: tl.constexpr = False,
+    OUT_H: tl.constexpr, ZERO_OUT: tl.constexpr,
 ):
     """BLOCK_T tokens per program: ids/weights/slots [T, TOP_K]; counts[local] += hits.
     ZERO_OUT: also zero the tokens' output rows [T, OUT_H] (GEMM2 then accumulates into them
     with atomics)."""
-    pdl_enter(PDL)
     GROUP_SIZE: tl.constexpr = NUM_EXPERTS // N_GROUP
     pid = tl.program_id(0)
     offs_t = pid * BLOCK_T + tl.arange(0, BLOCK_T)
@@ -118,12 +115,11 @@ def _align_kernel(
     ids_ptr, slots_ptr, counts_ptr, sorted_ptr, pair_row_ptr, block_expert_ptr, block_rows_ptr,
     num_pairs, num_blocks, local_offset,
     NUM_LOCAL: tl.constexpr, NUM_LOCAL_P2: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_P: tl.constexpr, PDL: tl.constexpr = False,
+    BLOCK_P: tl.constexpr,
 ):
     """From the final counts: pair_row[p] = padded row of pair p (-1: not local),
     sorted[row] = p, and per M-block b < num_blocks: block_expert[b] (-1: unused) and
     block_rows[b] = its valid rows.  Program i covers pairs and blocks [i*BLOCK_P, +BLOCK_P)."""
-    pdl_enter(PDL)
     pid = tl.program_id(0)
     e = tl.arange(0, NUM_LOCAL_P2)[None, :]                        # [1, E_loc]
     cnt = tl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
@@ -171,9 +167,8 @@ def max_m_blocks(num_tokens: int, num_local: int, block_m: int) -> int:
 
 
 def route(routing_logits, routing_bias, local_expert_offset, routed_scaling_factor, num_local,
-          block_t=1, num_warps=1, zero_out=None, pdl=False):
-    """Launch the routing kernel (``pdl``: it lets the next kernel be scheduled early, pdl.py).
-    Returns (topk_ids [T,8] int32 global ids, topk_weights [T,8]
+          block_t=1, num_warps=1, zero_out=None):
+    """Launch the routing kernel.  Returns (topk_ids [T,8] int32 global ids, topk_weights [T,8]
     fp32, slots [T,8] int32 (-1 where the expert is not local), counts [num_local] int32).
     ``zero_out``: a [T, H] tensor the kernel also zeroes (or None)."""
     T, E = routing_logits.shape
@@ -188,15 +183,14 @@ def route(routing_logits, routing_bias, local_expert_offset, routed_scaling_fact
         T, int(local_expert_offset), float(routed_scaling_factor),
         NUM_EXPERTS=E, N_GROUP=N_GROUP, TOPK_GROUP=TOPK_GROUP, TOP_K=TOP_K,
         NUM_LOCAL=num_local, BLOCK_T=block_t,
-        OUT_H=1 if zero_out is None else zero_out.shape[1], ZERO_OUT=zero_out is not None, PDL=pdl,
+        OUT_H=1 if zero_out is None else zero_out.shape[1], ZERO_OUT=zero_out is not None,
         num_warps=num_warps, num_stages=1,
     )
     return ids, weights, slots, counts
 
 
-def align(ids, slots, counts, local_expert_offset, num_local, block_m, block_p=256, pdl=False):
-    """Launch the align kernel (``pdl``: as a programmatic dependent of the routing, pdl.py).
-    Returns (sorted_pairs [MB*BM] int32, pair_row [T*8] int32,
+def align(ids, slots, counts, local_expert_offset, num_local, block_m, block_p=256):
+    """Launch the align kernel.  Returns (sorted_pairs [MB*BM] int32, pair_row [T*8] int32,
     block_expert [MB] int32, block_rows [MB] int32, MB) with MB = max_m_blocks(T) from shapes.
     Padding rows of sorted_pairs are left unwritten (block_rows masks them)."""
     T = ids.shape[0]
@@ -212,6 +206,6 @@ def align(ids, slots, counts, local_expert_offset, num_local, block_m, block_p=2
         ids, slots, counts, sorted_pairs, pair_row, block_expert, block_rows,
         num_pairs, nblocks, int(local_expert_offset),
         NUM_LOCAL=num_local, NUM_LOCAL_P2=triton.next_power_of_2(num_local), BLOCK_M=block_m,
-        BLOCK_P=block_p, PDL=pdl, num_warps=4, num_stages=1, launch_pdl=pdl,
+        BLOCK_P=block_p, num_warps=4, num_stages=1,
     )
     return sorted_pairs, pair_row, block_expert, block_rows, nblocks
