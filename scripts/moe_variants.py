@@ -174,6 +174,13 @@ VARIANTS = {
     "d8p3": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3)),
     "d8p3g6": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3,
                               G2_PERSIST=6)),
+    # v9: GEMM1 warp-specialised in Gluon (config key G1_WS, gemm_ws.py) on the shipped prefill entry
+    "t12ws": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
+                              G2_PERSIST=3, G1_WS=True, G1_STAGES=4)),
+    "t12ws3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
+                               G2_PERSIST=3, G1_WS=True, G1_STAGES=3)),
+    "t12ws16": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
+                                G2_PERSIST=3, G1_WS=True, G1_STAGES=4, G1_GROUP=16)),
     # v9, measured and removed (results/h200/2026-11-30-v9/variants/pdl-c1, code at commit 88132a1):
     # programmatic dependent launch between the call's kernels, config key PDL (d10pdl, t2s4pdl,
     # t12p1sm3pdl): 0.2-2 µs less device time at decode, 5.7 % more at prefill.
@@ -202,7 +209,7 @@ def aot(out_dir: str) -> None:
     os.makedirs(out_dir, exist_ok=True)
     results, seen = [], set()
 
-    def comp(fn, sig, const, warps, stages, tag, source=ASTSource):
+    def comp(fn, sig, const, warps, stages, tag, source=ASTSource, **options):
         if tag in seen:
             return
         seen.add(tag)
@@ -211,7 +218,7 @@ def aot(out_dir: str) -> None:
         t0 = time.time()
         k = triton.compile(source(fn=fn, signature=sig, constexprs=const, attrs=attrs),
                            target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": warps, "num_stages": stages})
+                           options={"num_warps": warps, "num_stages": stages, **options})
         ptx = k.asm["ptx"]
         path = os.path.join(out_dir, re.sub(r"[^A-Za-z0-9_.-]", "_", tag) + ".ptx")
         with open(path, "w") as fh:
@@ -244,6 +251,19 @@ def aot(out_dir: str) -> None:
                       T="i32", R="i32"),
                  dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc, SCALE_OUT=srt), 4, 1,
                  f"gather_bm{bm}_p{int(per)}_s{int(srt)}")
+            if cfg.get("G1_WS"):
+                from triton.experimental.gluon import language as gl
+                from triton.experimental.gluon._runtime import GluonASTSource
+
+                from kernelwright.solutions.moe_fp8_triton import gemm_ws
+                lay = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+                comp(gemm_ws._gemm1_ws_kernel,
+                     dict(a_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", a_scale_ptr="*fp32",
+                          w_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
+                          block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
+                     dict(H=H, I=I, NUM_STAGES=cfg["G1_STAGES"], GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
+                          FP8_MAX_C=448.0, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, cfg["G1_STAGES"],
+                     f"g1_ws_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}", source=GluonASTSource, maxnreg=gemm_ws.MAXNREG)
             comp(gemm_tma._gemm1_tma_kernel,
                  dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",
                       w_desc=f"tensordesc<fp8e4nv[{qg},128]>", w_scale_ptr="*fp32", sorted_ptr="*i32",

@@ -19,6 +19,9 @@ With the config key TMA (mid/prefill, gemm_tma.py) GEMM1 and GEMM2 load their ti
 descriptors, after a gather of the activations into expert-sorted rows; with PERSIST as well, the
 gather and both GEMMs launch at most PERSIST x SMs programs, which stride over the used M-blocks
 (counted on the device from the expert counts) instead of one program per bounded tile.
+With G1_WS as well (prefill; CUDA sm_90 only) GEMM1 is the warp-specialised Gluon kernel of
+gemm_ws.py: a TMA producer warpgroup and two consumer warpgroups per 128 x 128 tile, persistent,
+writing the same C and scales.
 
 CUDA graphs: on a CUDA device the whole call is captured once per key (the first call for a key
 runs eagerly and then captures; later calls replay).  The key holds what the capture bakes in:
@@ -210,14 +213,18 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     )
     w13 = gemm1_weights.contiguous()
     w2 = gemm2_weights.contiguous()
-    _gemm1_tma_kernel[grid(mb * (I // qg))](
-        TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale_g1,
-        TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
-        sorted_pairs, block_expert, block_rows, counts, c, c_scale,
-        T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
-        GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
-        num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
-    )
+    if cfg.get("G1_WS"):
+        _gemm1_ws(a_sorted, a_scale_g1, w13, gemm1_weights_scale.contiguous(), block_expert, block_rows, counts, c,
+                  c_scale, mb, cfg)
+    else:
+        _gemm1_tma_kernel[grid(mb * (I // qg))](
+            TensorDescriptor.from_tensor(a_sorted, [bm, SCALE_BLOCK]), a_scale_g1,
+            TensorDescriptor.from_tensor(w13.view(-1, H), [qg, SCALE_BLOCK]), gemm1_weights_scale.contiguous(),
+            sorted_pairs, block_expert, block_rows, counts, c, c_scale,
+            T, R, H=H, I=I, TOP_K=TOP_K, BLOCK_M=bm, BLOCK_N=qg, SCALE_BLK=SCALE_BLOCK, FP8_MAX_C=FP8_MAX,
+            GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
+            num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
+        )
     grid2, common2 = _persistent_grid(cfg, counts, hidden_states.device, "G2_PERSIST")
     sub = cfg.get("G2_SPLIT_M", 1)
     if bm % sub or bm // sub < 16:
@@ -228,6 +235,51 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
         block_expert, block_rows, counts, y, R, H=H, I=I, BLOCK_M=bm // sub, BLOCK_N=g2_bn, QG=qg,
         SCALE_BLK=SCALE_BLOCK, GROUP_M=cfg["G2_GROUP"], **common2, SUB=sub,
         num_warps=cfg["G2_WARPS"], num_stages=cfg["G2_STAGES"],
+    )
+
+
+_ws_devices = {}          # device -> whether gemm_ws's kernel can run there
+
+
+def _ws_runs_on(device) -> bool:
+    """Whether the warp-specialised Gluon GEMM1 (gemm_ws.py: Hopper wgmma, TMA and setmaxnreg through
+    triton.experimental.gluon) can run on ``device``: a CUDA device of compute capability 9.0 and
+    a Triton with Gluon's Hopper module.  A G1_WS = "auto" table entry runs Triton's GEMM1 of the
+    same C elsewhere (the CPU interpreter, other GPUs, other Triton versions).  Cached per device."""
+    key = str(device)
+    if key not in _ws_devices:
+        ok = device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
+        if ok:
+            try:
+                from . import gemm_ws  # noqa: F401
+            except ImportError:
+                ok = False
+        _ws_devices[key] = ok
+    return _ws_devices[key]
+
+
+def _gemm1_ws(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, counts, c, c_scale, mb, cfg):
+    """GEMM1 as gemm_ws._gemm1_ws_kernel (config key G1_WS; TMA path, A_SCALE_SORTED, BLOCK_M = QG
+    = 128, CUDA sm_90): min(used tiles bound, SMs) persistent programs, G1_STAGES stages,
+    G1_GROUP M-blocks per group."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+    from . import gemm_ws
+
+    R, H = a_sorted.shape
+    I = w13.shape[1] // 2
+    num_local = counts.shape[0]
+    layout = gl.NVMMASharedLayout.get_default_for([SCALE_BLOCK, SCALE_BLOCK], gl.float8e4nv)
+
+    def desc(t):
+        return GluonDescriptor(t, list(t.shape), list(t.stride()), [SCALE_BLOCK, SCALE_BLOCK], layout)
+
+    gemm_ws._gemm1_ws_kernel[(min(mb * (I // SCALE_BLOCK), _programs(a_sorted.device)),)](
+        desc(a_sorted), a_scale, desc(w13.view(-1, H)), w13_scale, block_expert, block_rows, counts, c, c_scale, R,
+        H=H, I=I, NUM_STAGES=cfg["G1_STAGES"], GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=num_local,
+        NUM_LOCAL_P2=triton.next_power_of_2(num_local), FP8_MAX_C=FP8_MAX, WORKER_REGS=gemm_ws.PRODUCER_REGS,
+        num_warps=8, maxnreg=gemm_ws.MAXNREG,
     )
 
 
@@ -295,6 +347,12 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+    if cfg.get("G1_WS") == "auto":      # the table's form: Gluon where it can run, else Triton's GEMM1
+        cfg["G1_WS"] = _ws_runs_on(hidden_states.device)
+    if cfg.get("G1_WS") and not (cfg.get("TMA") and cfg.get("A_SCALE_SORTED") and qg == SCALE_BLOCK
+                                 and cfg["BLOCK_M"] == SCALE_BLOCK and hidden_states.is_cuda):
+        raise ValueError(f"bad MoE config {cfg}: G1_WS needs TMA, A_SCALE_SORTED, BLOCK_M = QG = 128 and a CUDA "
+                         "device (Gluon has no interpreter)")
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
     tensors = (routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
