@@ -44,7 +44,8 @@ from .routing import TOP_K, align, route
 # scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
 # path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
 # scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM; v7: GEMM1
-# split in two K halves for T <= 256, and one entry for T = 1 too).  QG = GEMM1's
+# split in two K halves for T <= 256, and one entry for T = 1 too; v9: above T = 2048 GEMM1 is the
+# warp-specialised Gluon kernel where it can run, G1_WS = "auto").  QG = GEMM1's
 # BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
@@ -55,9 +56,9 @@ _CONFIGS = (
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
                 A_SCALE_SORTED=True)),
     (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
-                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
+                G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1,
-                A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_PERSIST=3)),
+                A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_PERSIST=3, G1_WS="auto")),
 )
 # CONFIGS-END
 
