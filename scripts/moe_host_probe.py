@@ -17,7 +17,9 @@ from pathlib import Path
 
 PROBE = '''"""Diagnostic wrapper around kernel.run (scripts/moe_host_probe.py): times each piece of the
 graph-cache hit path separately (is_current_stream_capturing, key, lookup, replay), then the key
-again and a fixed pure-Python loop (warm-cache and CPU-speed references)."""
+again and a fixed pure-Python loop (warm-cache and CPU-speed references).  First of all, one
+candidate piece in turn (the shipped key, leaner keys, object ids, the capture check through
+torch._C), timed cold: what each would cost as the first work after the gate's iteration."""
 import sys
 import time
 
@@ -38,10 +40,44 @@ def _counting(*args, **kwargs):
 _k._forward = _counting
 
 
+def _lean_key(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
+              gemm1_weights_scale, gemm2_weights, gemm2_weights_scale, local_expert_offset,
+              routed_scaling_factor, output, config):
+    """Candidate key: every address, the three shapes that pin T, H, I, E_local and the expert
+    count, no contiguity."""
+    return (hidden_states.data_ptr(), hidden_states.shape, output.data_ptr(), routing_logits.data_ptr(),
+            routing_logits.shape, routing_bias.data_ptr(), hidden_states_scale.data_ptr(),
+            gemm1_weights.data_ptr(), gemm1_weights_scale.data_ptr(), gemm2_weights.data_ptr(),
+            gemm2_weights.shape, gemm2_weights_scale.data_ptr(), local_expert_offset, routed_scaling_factor,
+            config)
+
+
+def _lean_key_io(*args):
+    """The lean key plus the contiguity of the two per-call activations (input and output)."""
+    return _lean_key(*args) + (args[2].is_contiguous() and args[10].is_contiguous(),)
+
+
+def _id_key(*args):
+    """Object identities only (not a safe key by itself: a measurement of the floor)."""
+    return tuple(map(id, args))
+
+
+_FIRST = (lambda a: _k._graph_key(*a), lambda a: _lean_key(*a), lambda a: _lean_key_io(*a),
+          lambda a: _id_key(*a), lambda a: torch._C._cuda_isCurrentStreamCapturing())
+_FIRST_NAMES = ("key", "lean", "lean+io", "ids", "capturing(C)")
+_first = {name: [] for name in _FIRST_NAMES}
+
+
 def run(*args, **kwargs):
     if not args[2].is_cuda:      # CPU (interpreter): no graphs to probe
         _k.run(*args, **kwargs)
         return
+    # the first thing after the gate's per-iteration work (cold host caches): one candidate piece,
+    # in turn, so each is timed cold on every fifth call
+    which = _stats["calls"] % len(_FIRST)
+    f0 = _clock()
+    _FIRST[which](args[:11] + (None,))
+    _first[_FIRST_NAMES[which]].append(_clock() - f0)
     t0 = _clock()
     capturing = torch.cuda.is_current_stream_capturing()
     t1 = _clock()
@@ -74,6 +110,9 @@ def run(*args, **kwargs):
               f"hit-path us (median of last {len(last)}): capturing? {med[0]:.1f} key {med[1]:.1f} "
               f"lookup {med[2]:.1f} replay {med[3]:.1f} key2 {med[4]:.1f} canary {med[5]:.1f}",
               file=sys.stderr, flush=True)
+        cold = {n: sorted(v)[len(v) // 2] * 1e6 for n, v in _first.items() if v}
+        print("[moe-probe] cold first piece, median us over all calls: "
+              + " ".join(f"{n} {v:.1f} (n={len(_first[n])})" for n, v in cold.items()), file=sys.stderr, flush=True)
 '''
 
 
