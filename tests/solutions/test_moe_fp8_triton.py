@@ -336,19 +336,22 @@ def test_tma_path_excludes_split_k_and_combine():
         _call(inputs, config=_fast(3, TMA=True, G1_SPLIT_K=2, G1_BLOCK_K=128))
 
 
-def test_ws_gemm1_config_checks():
-    """G1_WS (gemm_ws.py) is refused off its path (TMA, A_SCALE_SORTED, BLOCK_M = QG = 128) and on the
-    CPU (Gluon has no interpreter); "auto", the table's form, runs Triton's GEMM1 of the same C here."""
+def test_ws_gemm_config_checks():
+    """G1_WS and G2_WS (gemm_ws.py) are refused off their path (TMA, BLOCK_M = QG = 128; A_SCALE_SORTED
+    for GEMM1) and on the CPU (Gluon has no interpreter); "auto", the table's form, runs Triton's
+    GEMMs of the same C and y here."""
     inputs = _inputs(3, 0, seed=43)
-    ws = dict(TMA=True, G1_SPLIT_K=1, A_SCALE_SORTED=True, G1_WS=True, BLOCK_M=128, QG=128, G1_BLOCK_K=128,
-              G1_WARPS=16, PERSIST=1)
-    for off_path in (dict(TMA=False), dict(A_SCALE_SORTED=False), dict(BLOCK_M=64), dict(QG=64)):
-        with pytest.raises(ValueError, match="G1_WS needs TMA"):
-            _call(inputs, config=_fast(3, **dict(ws, **off_path)))
-    with pytest.raises(ValueError, match="CUDA"):
-        _call(inputs, config=_fast(3, **ws))
+    tma = dict(TMA=True, G1_SPLIT_K=1, A_SCALE_SORTED=True, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
+               PERSIST=1)
+    for key, off_paths in (("G1_WS", (dict(TMA=False), dict(A_SCALE_SORTED=False), dict(BLOCK_M=64), dict(QG=64))),
+                           ("G2_WS", (dict(TMA=False), dict(BLOCK_M=64), dict(QG=64)))):
+        for off_path in off_paths:
+            with pytest.raises(ValueError, match=f"{key} needs TMA"):
+                _call(inputs, config=_fast(3, **dict(tma, **off_path, **{key: True})))
+        with pytest.raises(ValueError, match="CUDA"):
+            _call(inputs, config=_fast(3, **dict(tma, **{key: True})))
     assert not K._ws_runs_on(torch.device("cpu"))
-    _check(inputs, _call(inputs, config=_fast(3, **dict(ws, G1_WS="auto"))), qg=128)
+    _check(inputs, _call(inputs, config=_fast(3, **dict(tma, G1_WS="auto", G2_WS="auto"))), qg=128)
 
 
 def test_split_k_must_divide_the_hidden_size():
@@ -503,25 +506,26 @@ def test_gpu_graph_cache_replays_current_contents(T):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("g1_ws,g2_ws", [(True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("T", [901, 4096])
-def test_gpu_ws_gemm1_matches_triton(T):
-    """The warp-specialised Gluon GEMM1 (G1_WS, gemm_ws.py) on the prefill entry, through the graph
-    path and again on new contents (replay): against the reference, and against Triton's GEMM1 of
-    the same tile (the same C up to fp32 summation order)."""
+def test_gpu_ws_gemms_match_triton(T, g1_ws, g2_ws):
+    """The warp-specialised Gluon GEMMs (G1_WS, G2_WS: gemm_ws.py) on the prefill entry, through the
+    graph path and again on new contents (replay): against the reference, and against Triton's
+    GEMMs of the same tiles (the same C and y up to fp32 summation order)."""
     K._graphs.clear()
     a = _inputs(T, 160, seed=60 + T, name=DEF_NAME, device="cuda")
     b = _inputs(T, 160, seed=65 + T, name=DEF_NAME, device="cuda")
-    base = dict(K.config_for(16384), G1_STAGES=4)
+    base = dict(K.config_for(16384), G1_STAGES=4, G2_STAGES=5)
     out = torch.full((T, a["hidden_states"].shape[1]), float("nan"), dtype=torch.bfloat16, device="cuda")
     for replay in (False, True):
         if replay:                                 # new contents in the captured buffers
             for name in ("routing_logits", "routing_bias", "hidden_states", "hidden_states_scale"):
                 a[name].copy_(b[name])
-        K.run(*_args(a), out, config=dict(base, G1_WS=True))   # eager + capture, then the replay
+        K.run(*_args(a), out, config=dict(base, G1_WS=g1_ws, G2_WS=g2_ws))   # eager + capture, then the replay
         torch.cuda.synchronize()
         _check(a, out, qg=128, emulate=False)
-        triton_g1 = _call(a, config=dict(base, G1_WS=False), graph=False)
-        assert (out.float() - triton_g1.float()).abs().max() <= 0.02 * triton_g1.float().abs().max() + 1e-3
+        triton_gemms = _call(a, config=dict(base, G1_WS=False, G2_WS=False), graph=False)
+        assert (out.float() - triton_gemms.float()).abs().max() <= 0.02 * triton_gemms.float().abs().max() + 1e-3
 
 
 @pytest.mark.gpu

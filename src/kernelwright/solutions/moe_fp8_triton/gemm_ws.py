@@ -1,5 +1,8 @@
-"""GEMM1 with its SwiGLU/FP8 epilogue, warp-specialised in Gluon (config key G1_WS on the TMA path;
-CUDA sm_90 only).  Writes the same C and scales as gemm_tma._gemm1_tma_kernel, so GEMM2 is unchanged.
+"""The two grouped GEMMs warp-specialised in Gluon (config keys G1_WS and G2_WS on the TMA path;
+CUDA sm_90 only).  GEMM1 (with its SwiGLU/FP8 epilogue) writes the same C and scales as
+gemm_tma._gemm1_tma_kernel, and GEMM2 the same bf16 rows of y as gemm_tma._gemm2_tma_kernel, so each
+can replace its Triton kernel alone.  GEMM1 is described first; GEMM2 (at the end) has the same
+structure with one accumulator, which leaves room for a second product set.
 
 Why not Triton: Triton 3.6 compiles the block-scaled loop ``acc += dot(a, b) * scale`` with all
 warps both loading and multiplying, and waits for every 128-K block's wgmma before its promotion,
@@ -148,4 +151,129 @@ def _gemm1_ws_kernel(a_desc, a_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr,
                      c_scale_ptr, used, R, I, KB, GROUP_M, NUM_STAGES, FP8_MAX_C)),
         (_producer, (a_desc, w_desc, a_bufs, b_bufs, ready, empty, block_expert_ptr, used, I, KB, GROUP_M,
                      NUM_STAGES)),
+    ], [4], [WORKER_REGS])
+
+
+# ------------------------------------------------------------------------------------------ GEMM2
+@gluon.jit
+def _g2_producer(c_desc, w_desc, c_bufs, w_bufs, ready, empty, block_expert_ptr, used,
+                 H: gl.constexpr, KB: gl.constexpr, GROUP_M: gl.constexpr, NUM_STAGES: gl.constexpr):
+    """Worker partition of GEMM2: per tile and K block (one C quantisation group), the C tile
+    [128 rows, 128] and the W2 tile [128 columns of H, 128] of the M-block's expert."""
+    NUM_N: gl.constexpr = H // BLOCK
+    nbytes: gl.constexpr = c_desc.block_type.nbytes + w_desc.block_type.nbytes
+    it = 0
+    for tile in range(gl.program_id(0), used * NUM_N, gl.num_programs(0)):
+        pid_m, pid_n = _tile_of(tile, used, NUM_N, GROUP_M)
+        off_m = pid_m * BLOCK
+        w_row = gl.load(block_expert_ptr + pid_m) * H + pid_n * BLOCK
+        for k in range(KB):
+            s = it % NUM_STAGES
+            mbarrier.wait(empty.index(s), ((it // NUM_STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), nbytes)
+            tma.async_copy_global_to_shared(c_desc, [off_m, k * BLOCK], ready.index(s), c_bufs.index(s))
+            tma.async_copy_global_to_shared(w_desc, [w_row, k * BLOCK], ready.index(s), w_bufs.index(s))
+            it += 1
+
+
+@gluon.jit
+def _g2_issue(c_bufs, w_bufs, ready, i, prod, NUM_STAGES: gl.constexpr):
+    """Wait for ring position i's tiles, then start its MMA into the dead product ``prod``."""
+    s = i % NUM_STAGES
+    mbarrier.wait(ready.index(s), (i // NUM_STAGES) & 1)
+    return warpgroup_mma(c_bufs.index(s), w_bufs.index(s).permute((1, 0)), prod, use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _g2_retire(acc, prod, empty, i, c_scale_ptr, w_s_ptr, rows, R, k, NUM_STAGES: gl.constexpr):
+    """Ring position i (K block k) has been multiplied: release its stage, then promote,
+    acc += prod x c_scale[k, row] x w_scale[k] (one W2 scale per K block: the tile is one 128-column
+    scale block wide)."""
+    mbarrier.arrive(empty.index(i % NUM_STAGES), count=1)
+    return acc + prod * (gl.load(c_scale_ptr + k * R + rows) * gl.load(w_s_ptr + k))[:, None]
+
+
+@gluon.jit
+def _g2_consumer(c_bufs, w_bufs, ready, empty, c_scale_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr, y_ptr,
+                 used, R, H: gl.constexpr, KB: gl.constexpr, GROUP_M: gl.constexpr, NUM_STAGES: gl.constexpr,
+                 GROUP: gl.constexpr):
+    """Default partition of GEMM2 (two consumer warpgroups, 64 rows each).  Two product sets, so
+    each warpgroup keeps one MMA in flight while it promotes the previous K block (GEMM1 cannot: its
+    up and gate accumulators leave room for one product only).  The K loop is a runtime loop over
+    groups of GROUP K blocks (KB a multiple of GROUP), unrolled inside, with nothing in flight across
+    its back edge: GROUP - 1 of every GROUP promotions overlap an MMA (fully unrolled, Gluon tiles
+    were 3.7-8.2x slower from code size: results/h200/2026-11-30-v7/probe).  The bf16 tile goes through
+    shared memory (convert_layout) so each thread stores 16 contiguous bytes."""
+    NUM_N: gl.constexpr = H // BLOCK
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BLOCK, 32])
+    store_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
+    it = 0
+    for tile in range(gl.program_id(0), used * NUM_N, gl.num_programs(0)):
+        pid_m, pid_n = _tile_of(tile, used, NUM_N, GROUP_M)
+        rows = pid_m * BLOCK + gl.arange(0, BLOCK, layout=gl.SliceLayout(1, mma_layout))
+        w_s_ptr = w_scale_ptr + gl.load(block_expert_ptr + pid_m) * ((H // BLOCK) * KB) + pid_n * KB
+        acc = gl.zeros([BLOCK, BLOCK], gl.float32, layout=mma_layout)
+        p0 = gl.zeros([BLOCK, BLOCK], gl.float32, layout=mma_layout)
+        p1 = gl.zeros([BLOCK, BLOCK], gl.float32, layout=mma_layout)
+        for g in range(0, KB, GROUP):
+            p0 = _g2_issue(c_bufs, w_bufs, ready, it + g, p0, NUM_STAGES)
+            for j in gl.static_range(1, GROUP):
+                if j % 2 == 1:
+                    # after the group's first promotion, a new MMA's (unread) accumulator operand is
+                    # acc * 0.0, which orders it after that promotion: left free, ptxas overlaps them
+                    # and keeps three products alive (408 bytes of spills at GROUP 4, CPU compile)
+                    p1 = _g2_issue(c_bufs, w_bufs, ready, it + g + j, p1 if j == 1 else acc * 0.0, NUM_STAGES)
+                    p0 = warpgroup_mma_wait(num_outstanding=1, deps=(p0,))
+                    acc = _g2_retire(acc, p0, empty, it + g + j - 1, c_scale_ptr, w_s_ptr, rows, R, g + j - 1,
+                                     NUM_STAGES)
+                else:
+                    p0 = _g2_issue(c_bufs, w_bufs, ready, it + g + j, acc * 0.0, NUM_STAGES)
+                    p1 = warpgroup_mma_wait(num_outstanding=1, deps=(p1,))
+                    acc = _g2_retire(acc, p1, empty, it + g + j - 1, c_scale_ptr, w_s_ptr, rows, R, g + j - 1,
+                                     NUM_STAGES)
+            if (GROUP - 1) % 2 == 1:
+                p1 = warpgroup_mma_wait(num_outstanding=0, deps=(p1,))
+                acc = _g2_retire(acc, p1, empty, it + g + GROUP - 1, c_scale_ptr, w_s_ptr, rows, R, g + GROUP - 1,
+                                 NUM_STAGES)
+            else:
+                p0 = warpgroup_mma_wait(num_outstanding=0, deps=(p0,))
+                acc = _g2_retire(acc, p0, empty, it + g + GROUP - 1, c_scale_ptr, w_s_ptr, rows, R, g + GROUP - 1,
+                                 NUM_STAGES)
+        it += KB
+        out = gl.convert_layout(acc.to(y_ptr.dtype.element_ty), store_layout)
+        srows = pid_m * BLOCK + gl.arange(0, BLOCK, layout=gl.SliceLayout(1, store_layout))
+        cols = pid_n * BLOCK + gl.arange(0, BLOCK, layout=gl.SliceLayout(0, store_layout))
+        row_ok = srows - pid_m * BLOCK < gl.load(block_rows_ptr + pid_m)
+        gl.store(y_ptr + srows.to(gl.int64)[:, None] * H + cols[None, :], out, mask=row_ok[:, None])
+
+
+@gluon.jit
+def _gemm2_ws_kernel(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr, block_rows_ptr, counts_ptr, y_ptr,
+                     R, H: gl.constexpr, I: gl.constexpr, NUM_STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                     NUM_LOCAL: gl.constexpr, NUM_LOCAL_P2: gl.constexpr, GROUP: gl.constexpr,
+                     WORKER_REGS: gl.constexpr, num_warps: gl.constexpr):
+    """O = C W2[e]^T as bf16 rows of y [R, H] at the valid rows, for every used (M-block, N-block of
+    128 columns of H), warp-specialised as GEMM1 above.  c_desc: C [R, I] fp8 e4m3, block [128, 128];
+    c_scale [I/128, R] fp32 (GEMM1's, QG = 128); w_desc: W2 as [E*H, I] fp8, block [128, 128];
+    w_scale [E, H/128, I/128] fp32; block_expert / block_rows [MB] int32; counts [NUM_LOCAL] int32;
+    y [R, H] bf16.  I / 128 must be a multiple of GROUP (K blocks per unrolled group).  num_warps = 8; WORKER_REGS = PRODUCER_REGS; launch with
+    maxnreg = MAXNREG and at most one program per SM."""
+    KB: gl.constexpr = I // BLOCK
+    count_layout: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
+    e = gl.arange(0, NUM_LOCAL_P2, layout=count_layout)
+    cnt = gl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
+    used = gl.sum((cnt + BLOCK - 1) // BLOCK, axis=0)
+    c_bufs = gl.allocate_shared_memory(c_desc.dtype, [NUM_STAGES] + c_desc.block_type.shape, c_desc.layout)
+    w_bufs = gl.allocate_shared_memory(w_desc.dtype, [NUM_STAGES] + w_desc.block_type.shape, w_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    gl.warp_specialize([
+        (_g2_consumer, (c_bufs, w_bufs, ready, empty, c_scale_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr,
+                        y_ptr, used, R, H, KB, GROUP_M, NUM_STAGES, GROUP)),
+        (_g2_producer, (c_desc, w_desc, c_bufs, w_bufs, ready, empty, block_expert_ptr, used, H, KB, GROUP_M,
+                        NUM_STAGES)),
     ], [4], [WORKER_REGS])

@@ -19,9 +19,9 @@ With the config key TMA (mid/prefill, gemm_tma.py) GEMM1 and GEMM2 load their ti
 descriptors, after a gather of the activations into expert-sorted rows; with PERSIST as well, the
 gather and both GEMMs launch at most PERSIST x SMs programs, which stride over the used M-blocks
 (counted on the device from the expert counts) instead of one program per bounded tile.
-With G1_WS as well (prefill; CUDA sm_90 only) GEMM1 is the warp-specialised Gluon kernel of
-gemm_ws.py: a TMA producer warpgroup and two consumer warpgroups per 128 x 128 tile, persistent,
-writing the same C and scales.
+With G1_WS (G2_WS) as well (prefill; CUDA sm_90 only) GEMM1 (GEMM2) is a warp-specialised Gluon
+kernel of gemm_ws.py: a TMA producer warpgroup and two consumer warpgroups per 128 x 128 tile,
+persistent, writing the same C and scales (y rows).
 
 CUDA graphs: on a CUDA device the whole call is captured once per key (the first call for a key
 runs eagerly and then captures; later calls replay).  The key holds what the capture bakes in:
@@ -226,6 +226,9 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
             GROUP_M=cfg["G1_GROUP"], **common, A_SCALE_SORTED=scale_sorted,
             num_warps=cfg["G1_WARPS"], num_stages=cfg["G1_STAGES"],
         )
+    if cfg.get("G2_WS"):
+        _gemm2_ws(c, c_scale, w2, gemm2_weights_scale.contiguous(), block_expert, block_rows, counts, y, mb, cfg)
+        return
     grid2, common2 = _persistent_grid(cfg, counts, hidden_states.device, "G2_PERSIST")
     sub = cfg.get("G2_SPLIT_M", 1)
     if bm % sub or bm // sub < 16:
@@ -263,25 +266,45 @@ def _gemm1_ws(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, count
     """GEMM1 as gemm_ws._gemm1_ws_kernel (config key G1_WS; TMA path, A_SCALE_SORTED, BLOCK_M = QG
     = 128, CUDA sm_90): min(used tiles bound, SMs) persistent programs, G1_STAGES stages,
     G1_GROUP M-blocks per group."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
-
     from . import gemm_ws
 
     R, H = a_sorted.shape
     I = w13.shape[1] // 2
     num_local = counts.shape[0]
-    layout = gl.NVMMASharedLayout.get_default_for([SCALE_BLOCK, SCALE_BLOCK], gl.float8e4nv)
-
-    def desc(t):
-        return GluonDescriptor(t, list(t.shape), list(t.stride()), [SCALE_BLOCK, SCALE_BLOCK], layout)
-
     gemm_ws._gemm1_ws_kernel[(min(mb * (I // SCALE_BLOCK), _programs(a_sorted.device)),)](
-        desc(a_sorted), a_scale, desc(w13.view(-1, H)), w13_scale, block_expert, block_rows, counts, c, c_scale, R,
+        _ws_desc(a_sorted), a_scale, _ws_desc(w13.view(-1, H)), w13_scale, block_expert, block_rows, counts, c, c_scale,
+        R,
         H=H, I=I, NUM_STAGES=cfg["G1_STAGES"], GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=num_local,
         NUM_LOCAL_P2=triton.next_power_of_2(num_local), FP8_MAX_C=FP8_MAX, WORKER_REGS=gemm_ws.PRODUCER_REGS,
         num_warps=8, maxnreg=gemm_ws.MAXNREG,
     )
+
+
+def _gemm2_ws(c, c_scale, w2, w2_scale, block_expert, block_rows, counts, y, mb, cfg):
+    """GEMM2 as gemm_ws._gemm2_ws_kernel (config key G2_WS; TMA path, BLOCK_M = QG = 128, CUDA
+    sm_90): min(used tiles bound, SMs) persistent programs, G2_STAGES stages, G2_GROUP M-blocks per
+    group, G2_WS_GROUP K blocks per unrolled group (default 4)."""
+    from . import gemm_ws
+
+    R, I = c.shape
+    H = w2.shape[1]
+    num_local = counts.shape[0]
+    gemm_ws._gemm2_ws_kernel[(min(mb * (H // SCALE_BLOCK), _programs(c.device)),)](
+        _ws_desc(c), c_scale, _ws_desc(w2.view(-1, I)), w2_scale, block_expert, block_rows, counts, y, R,
+        H=H, I=I, NUM_STAGES=cfg["G2_STAGES"], GROUP_M=cfg["G2_GROUP"], NUM_LOCAL=num_local,
+        NUM_LOCAL_P2=triton.next_power_of_2(num_local), GROUP=int(cfg.get("G2_WS_GROUP", 4)),
+        WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8, maxnreg=gemm_ws.MAXNREG,
+    )
+
+
+def _ws_desc(t):
+    """A Gluon TMA descriptor of a 2-D fp8 tensor with [128, 128] boxes in the default NVMMA
+    shared layout (both warp-specialised GEMMs load every operand in such boxes)."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+    layout = gl.NVMMASharedLayout.get_default_for([SCALE_BLOCK, SCALE_BLOCK], gl.float8e4nv)
+    return GluonDescriptor(t, list(t.shape), list(t.stride()), [SCALE_BLOCK, SCALE_BLOCK], layout)
 
 
 def _graph_key(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
@@ -348,12 +371,17 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
-    if cfg.get("G1_WS") == "auto":      # the table's form: Gluon where it can run, else Triton's GEMM1
-        cfg["G1_WS"] = _ws_runs_on(hidden_states.device)
+    for ws_key in ("G1_WS", "G2_WS"):   # "auto", the table's form: Gluon where it can run, else Triton
+        if cfg.get(ws_key) == "auto":
+            cfg[ws_key] = _ws_runs_on(hidden_states.device)
     if cfg.get("G1_WS") and not (cfg.get("TMA") and cfg.get("A_SCALE_SORTED") and qg == SCALE_BLOCK
                                  and cfg["BLOCK_M"] == SCALE_BLOCK and hidden_states.is_cuda):
         raise ValueError(f"bad MoE config {cfg}: G1_WS needs TMA, A_SCALE_SORTED, BLOCK_M = QG = 128 and a CUDA "
                          "device (Gluon has no interpreter)")
+    if cfg.get("G2_WS") and not (cfg.get("TMA") and qg == SCALE_BLOCK and cfg["BLOCK_M"] == SCALE_BLOCK
+                                 and hidden_states.is_cuda and (I // SCALE_BLOCK) % cfg.get("G2_WS_GROUP", 4) == 0):
+        raise ValueError(f"bad MoE config {cfg}: G2_WS needs TMA, BLOCK_M = QG = 128, a CUDA device (Gluon has no "
+                         "interpreter) and I/128 divisible by G2_WS_GROUP")
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
         raise ValueError(f"bad MoE config {cfg}: the TMA path has neither split-K nor COMBINE")
     tensors = (routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights,
