@@ -176,19 +176,20 @@ VARIANTS = {
                               G2_PERSIST=6)),
     # v9: GEMM1 warp-specialised in Gluon (config key G1_WS, gemm_ws.py) on the shipped prefill entry
     "t12ws": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
-                              G2_PERSIST=3, G1_WS=True, G1_STAGES=4)),
+                              G2_PERSIST=3, G1_WS=True, G1_WS_STAGES=4)),
     "t12ws3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
-                               G2_PERSIST=3, G1_WS=True, G1_STAGES=3)),
+                               G2_PERSIST=3, G1_WS=True, G1_WS_STAGES=3)),
     "t12ws16": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
-                                G2_PERSIST=3, G1_WS=True, G1_STAGES=4, G1_GROUP=16)),
+                                G2_PERSIST=3, G1_WS=True, G1_WS_STAGES=4, G1_GROUP=16)),
     # v9: GEMM2 warp-specialised too (config key G2_WS: 128 x 128 tiles, two product sets per consumer
-    # warpgroup, G2_WS_GROUP K blocks per unrolled group, G2_STAGES stages)
-    "t12ws2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G1_STAGES=4, G2_WS=True,
-                               G2_STAGES=5, G2_WS_GROUP=4)),
-    "t12ws2s4": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G1_STAGES=4, G2_WS=True,
-                                 G2_STAGES=4, G2_WS_GROUP=4)),
-    "t12ws2k2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G1_STAGES=4, G2_WS=True,
-                                 G2_STAGES=6, G2_WS_GROUP=2)),
+    # warpgroup, G2_WS_GROUP K blocks per unrolled group, G2_WS_STAGES stages).  (The ws-c1 and ws2-c1
+    # records name the Gluon kernels' stage counts G1_STAGES / G2_STAGES: the keys were split after them.)
+    "t12ws2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
+                               G2_WS_STAGES=5, G2_WS_GROUP=4)),
+    "t12ws2s4": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
+                                 G2_WS_STAGES=4, G2_WS_GROUP=4)),
+    "t12ws2k2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
+                                 G2_WS_STAGES=6, G2_WS_GROUP=2)),
     # v9, measured and removed (results/h200/2026-11-30-v9/variants/pdl-c1, code at commit 88132a1):
     # programmatic dependent launch between the call's kernels, config key PDL (d10pdl, t2s4pdl,
     # t12p1sm3pdl): 0.2-2 µs less device time at decode, 5.7 % more at prefill.
@@ -265,27 +266,28 @@ def aot(out_dir: str) -> None:
 
                 from kernelwright.solutions.moe_fp8_triton import gemm_ws
                 lay = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+                ws1 = int(cfg.get("G1_WS_STAGES", 4))
                 comp(gemm_ws._gemm1_ws_kernel,
                      dict(a_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", a_scale_ptr="*fp32",
                           w_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
                           block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
-                     dict(H=H, I=I, NUM_STAGES=cfg["G1_STAGES"], GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
-                          FP8_MAX_C=448.0, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, cfg["G1_STAGES"],
-                     f"g1_ws_s{cfg['G1_STAGES']}_g{cfg['G1_GROUP']}", source=GluonASTSource, maxnreg=gemm_ws.MAXNREG)
+                     dict(H=H, I=I, NUM_STAGES=ws1, GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
+                          FP8_MAX_C=448.0, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, ws1,
+                     f"g1_ws_s{ws1}_g{cfg['G1_GROUP']}", source=GluonASTSource, maxnreg=gemm_ws.MAXNREG)
             if cfg.get("G2_WS"):
                 from triton.experimental.gluon import language as gl
                 from triton.experimental.gluon._runtime import GluonASTSource
 
                 from kernelwright.solutions.moe_fp8_triton import gemm_ws
                 lay = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
-                grp = int(cfg.get("G2_WS_GROUP", 4))
+                grp, ws2 = int(cfg.get("G2_WS_GROUP", 4)), int(cfg.get("G2_WS_STAGES", 5))
                 comp(gemm_ws._gemm2_ws_kernel,
                      dict(c_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", c_scale_ptr="*fp32",
                           w_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
                           block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
-                     dict(H=H, I=I, NUM_STAGES=cfg["G2_STAGES"], GROUP_M=cfg["G2_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
-                          GROUP=grp, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, cfg["G2_STAGES"],
-                     f"g2_ws_s{cfg['G2_STAGES']}_g{cfg['G2_GROUP']}_k{grp}", source=GluonASTSource,
+                     dict(H=H, I=I, NUM_STAGES=ws2, GROUP_M=cfg["G2_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
+                          GROUP=grp, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, ws2,
+                     f"g2_ws_s{ws2}_g{cfg['G2_GROUP']}_k{grp}", source=GluonASTSource,
                      maxnreg=gemm_ws.MAXNREG)
             comp(gemm_tma._gemm1_tma_kernel,
                  dict(a_desc=f"tensordesc<fp8e4nv[{bm},128]>", a_scale_ptr="*fp32",

@@ -44,8 +44,8 @@ from .routing import TOP_K, align, route
 # scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
 # path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
 # scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM; v7: GEMM1
-# split in two K halves for T <= 256, and one entry for T = 1 too; v9: above T = 2048 GEMM1 is the
-# warp-specialised Gluon kernel where it can run, G1_WS = "auto").  QG = GEMM1's
+# split in two K halves for T <= 256, and one entry for T = 1 too; v9: above T = 2048 both GEMMs are
+# the warp-specialised Gluon kernels where they can run, G1_WS = G2_WS = "auto").  QG = GEMM1's
 # BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
 _CONFIGS = (
     (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
@@ -56,9 +56,9 @@ _CONFIGS = (
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
                 A_SCALE_SORTED=True)),
     (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
-                G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
+                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
                 G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1,
-                A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_PERSIST=3, G1_WS="auto")),
+                A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_PERSIST=3, G1_WS="auto", G2_WS="auto")),
 )
 # CONFIGS-END
 
@@ -264,8 +264,8 @@ def _ws_runs_on(device) -> bool:
 
 def _gemm1_ws(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, counts, c, c_scale, mb, cfg):
     """GEMM1 as gemm_ws._gemm1_ws_kernel (config key G1_WS; TMA path, A_SCALE_SORTED, BLOCK_M = QG
-    = 128, CUDA sm_90): min(used tiles bound, SMs) persistent programs, G1_STAGES stages,
-    G1_GROUP M-blocks per group."""
+    = 128, CUDA sm_90): min(used tiles bound, SMs) persistent programs, G1_WS_STAGES stages (default
+    4; G1_STAGES stays the Triton GEMM1's), G1_GROUP M-blocks per group."""
     from . import gemm_ws
 
     R, H = a_sorted.shape
@@ -274,7 +274,7 @@ def _gemm1_ws(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, count
     gemm_ws._gemm1_ws_kernel[(min(mb * (I // SCALE_BLOCK), _programs(a_sorted.device)),)](
         _ws_desc(a_sorted), a_scale, _ws_desc(w13.view(-1, H)), w13_scale, block_expert, block_rows, counts, c, c_scale,
         R,
-        H=H, I=I, NUM_STAGES=cfg["G1_STAGES"], GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=num_local,
+        H=H, I=I, NUM_STAGES=int(cfg.get("G1_WS_STAGES", 4)), GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=num_local,
         NUM_LOCAL_P2=triton.next_power_of_2(num_local), FP8_MAX_C=FP8_MAX, WORKER_REGS=gemm_ws.PRODUCER_REGS,
         num_warps=8, maxnreg=gemm_ws.MAXNREG,
     )
@@ -282,8 +282,9 @@ def _gemm1_ws(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, count
 
 def _gemm2_ws(c, c_scale, w2, w2_scale, block_expert, block_rows, counts, y, mb, cfg):
     """GEMM2 as gemm_ws._gemm2_ws_kernel (config key G2_WS; TMA path, BLOCK_M = QG = 128, CUDA
-    sm_90): min(used tiles bound, SMs) persistent programs, G2_STAGES stages, G2_GROUP M-blocks per
-    group, G2_WS_GROUP K blocks per unrolled group (default 4)."""
+    sm_90): min(used tiles bound, SMs) persistent programs, G2_WS_STAGES stages (default 5; G2_STAGES
+    stays the Triton GEMM2's), G2_GROUP M-blocks per group, G2_WS_GROUP K blocks per unrolled group
+    (default 4)."""
     from . import gemm_ws
 
     R, I = c.shape
@@ -291,7 +292,7 @@ def _gemm2_ws(c, c_scale, w2, w2_scale, block_expert, block_rows, counts, y, mb,
     num_local = counts.shape[0]
     gemm_ws._gemm2_ws_kernel[(min(mb * (H // SCALE_BLOCK), _programs(c.device)),)](
         _ws_desc(c), c_scale, _ws_desc(w2.view(-1, I)), w2_scale, block_expert, block_rows, counts, y, R,
-        H=H, I=I, NUM_STAGES=cfg["G2_STAGES"], GROUP_M=cfg["G2_GROUP"], NUM_LOCAL=num_local,
+        H=H, I=I, NUM_STAGES=int(cfg.get("G2_WS_STAGES", 5)), GROUP_M=cfg["G2_GROUP"], NUM_LOCAL=num_local,
         NUM_LOCAL_P2=triton.next_power_of_2(num_local), GROUP=int(cfg.get("G2_WS_GROUP", 4)),
         WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8, maxnreg=gemm_ws.MAXNREG,
     )
