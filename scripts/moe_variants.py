@@ -190,14 +190,9 @@ VARIANTS = {
                                  G2_WS_STAGES=4, G2_WS_GROUP=4)),
     "t12ws2k2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
                                  G2_WS_STAGES=6, G2_WS_GROUP=2)),
-    # v9: the reduce as a persistent token loop, software-pipelined (config keys RED_PERSIST programs per
-    # SM, RED_STAGES): at T = 14107 it takes 162 µs, 2.4 TB/s of its 390 MB (v9/ab/moe-ab-ws2)
-    "t12ws2r4": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
-                                 RED_PERSIST=4, RED_STAGES=3)),
-    "t12ws2r8": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
-                                 RED_PERSIST=8, RED_STAGES=2)),
-    "t12ws2r4t2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
-                                   RED_PERSIST=4, RED_STAGES=3, RED_BT=2, RED_BH=512)),
+    # v9, measured and removed (results/h200/2026-11-30-v9/variants/reduce-c1, code at commit 9dc15a1): the
+    # reduce as a persistent token loop, software-pipelined (RED_PERSIST, RED_STAGES; t12ws2r4, t12ws2r8,
+    # t12ws2r4t2): 7-11 % slower at T = 4096-14107.
     # v9, measured and removed (results/h200/2026-11-30-v9/variants/pdl-c1, code at commit 88132a1):
     # programmatic dependent launch between the call's kernels, config key PDL (d10pdl, t2s4pdl,
     # t12p1sm3pdl): 0.2-2 µs less device time at decode, 5.7 % more at prefill.
@@ -360,10 +355,8 @@ def aot(out_dir: str) -> None:
         if not comb:
             comp(gemm._reduce_kernel,
                  dict(y_ptr="*bf16", pair_row_ptr="*i32", weights_ptr="*fp32", out_ptr="*bf16", T="i32"),
-                 dict(H=H, TOP_K=8, BLOCK_T=cfg["RED_BT"], BLOCK_H=cfg["RED_BH"],
-                      LOOP_STAGES=int(cfg.get("RED_STAGES", 3)) if cfg.get("RED_PERSIST") else 0),
-                 cfg["RED_WARPS"], 1, f"reduce_bt{cfg['RED_BT']}_h{cfg['RED_BH']}_w{cfg['RED_WARPS']}"
-                 f"_l{int(cfg.get('RED_STAGES', 3)) if cfg.get('RED_PERSIST') else 0}")
+                 dict(H=H, TOP_K=8, BLOCK_T=cfg["RED_BT"], BLOCK_H=cfg["RED_BH"]),
+                 cfg["RED_WARPS"], 1, f"reduce_bt{cfg['RED_BT']}_h{cfg['RED_BH']}_w{cfg['RED_WARPS']}")
     with open(os.path.join(out_dir, "aot.json"), "w") as fh:
         json.dump(results, fh, indent=1)
     bad = [r for r in results if r["spill"] or r["smem"] > 227 * 1024

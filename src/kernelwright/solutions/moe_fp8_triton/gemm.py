@@ -294,25 +294,10 @@ def _gemm2_tile(c_ptr, c_scale_ptr, w_ptr, w_scale_ptr, block_rows_ptr, y_ptr, s
 def _reduce_kernel(
     y_ptr, pair_row_ptr, weights_ptr, out_ptr, T,
     H: tl.constexpr, TOP_K: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr,
-    LOOP_STAGES: tl.constexpr = 0,
 ):
-    """out[t] = sum_k w[t,k] * y[pair_row[t,k]] over the local k, in top-k order (fp32).
-    Grid (token blocks, H / BLOCK_H): one token block per program, or (LOOP_STAGES > 0, config
-    key RED_PERSIST) fewer programs that stride over the token blocks in a loop software-pipelined
-    over LOOP_STAGES stages, so the next blocks' index and row loads are in flight."""
+    """out[t] = sum_k w[t,k] * y[pair_row[t,k]] over the local k, in top-k order (fp32)."""
+    pid_t = tl.program_id(0)
     pid_h = tl.program_id(1)
-    if LOOP_STAGES:
-        for tb in tl.range(tl.program_id(0), tl.cdiv(T, BLOCK_T), tl.num_programs(0), num_stages=LOOP_STAGES):
-            _reduce_block(y_ptr, pair_row_ptr, weights_ptr, out_ptr, T, tb, pid_h, H, TOP_K, BLOCK_T, BLOCK_H)
-    else:
-        _reduce_block(y_ptr, pair_row_ptr, weights_ptr, out_ptr, T, tl.program_id(0), pid_h, H, TOP_K, BLOCK_T,
-                      BLOCK_H)
-
-
-@triton.jit
-def _reduce_block(y_ptr, pair_row_ptr, weights_ptr, out_ptr, T, pid_t, pid_h, H: tl.constexpr, TOP_K: tl.constexpr,
-                  BLOCK_T: tl.constexpr, BLOCK_H: tl.constexpr):
-    """Token block pid_t, column block pid_h of the reduce."""
     t = pid_t * BLOCK_T + tl.arange(0, BLOCK_T)
     t_ok = t < T
     t64 = t.to(tl.int64)

@@ -114,13 +114,8 @@ def _forward(routing_logits, routing_bias, hidden_states, hidden_states_scale, g
 
     rbt = cfg["RED_BT"]
     block_h = min(cfg["RED_BH"], triton.next_power_of_2(H))
-    token_blocks, h_blocks = triton.cdiv(T, rbt), triton.cdiv(H, block_h)
-    persist = int(cfg.get("RED_PERSIST", 0))   # programs per SM striding over the token blocks (0: off)
-    if persist:
-        token_blocks = min(token_blocks, max(1, persist * _programs(dev) // h_blocks))
-    _reduce_kernel[(token_blocks, h_blocks)](
+    _reduce_kernel[(triton.cdiv(T, rbt), triton.cdiv(H, block_h))](
         y, pair_row, weights, output, T, H=H, TOP_K=TOP_K, BLOCK_T=rbt, BLOCK_H=block_h,
-        LOOP_STAGES=int(cfg.get("RED_STAGES", 3)) if persist else 0,
         num_warps=cfg["RED_WARPS"], num_stages=1,
     )
 
