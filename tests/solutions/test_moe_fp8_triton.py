@@ -536,6 +536,8 @@ def test_gpu_tma_path(T, persist):
     bounded tile and with the persistent tile loop: against the reference, and against the
     pointer-load GEMMs of the same tiles."""
     inputs = _inputs(T, 32, seed=80 + T, name=DEF_NAME, device="cuda")
+    # at T = 4096 the prefill entry, whose G1_WS / G2_WS = "auto" must fall back to Triton's GEMMs
+    # off the warp-specialised tiles (BLOCK_M 64 here) rather than refuse the config
     base = dict(K.config_for(max(T, 901)), BLOCK_M=64, QG=128, G1_GROUP=8, G2_GROUP=8, COMBINE=False)
     K._graphs.clear()
     out = _call(inputs, config=dict(base, TMA=True, PERSIST=persist))

@@ -372,15 +372,16 @@ def run(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_
     if cfg["G1_SPLIT_K"] < 1 or H % (cfg["G1_SPLIT_K"] * cfg["G1_BLOCK_K"]):
         raise ValueError(f"bad MoE config {cfg}: H={H} is not a multiple of G1_SPLIT_K * G1_BLOCK_K")
     cfg["G2_BLOCK_K"] = max(qg, _largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
-    for ws_key in ("G1_WS", "G2_WS"):   # "auto", the table's form: Gluon where it can run, else Triton
-        if cfg.get(ws_key) == "auto":
-            cfg[ws_key] = _ws_runs_on(hidden_states.device)
-    if cfg.get("G1_WS") and not (cfg.get("TMA") and cfg.get("A_SCALE_SORTED") and qg == SCALE_BLOCK
-                                 and cfg["BLOCK_M"] == SCALE_BLOCK and hidden_states.is_cuda):
+    tiles_fit = bool(cfg.get("TMA")) and qg == SCALE_BLOCK and cfg["BLOCK_M"] == SCALE_BLOCK
+    ws_fits = {"G1_WS": tiles_fit and bool(cfg.get("A_SCALE_SORTED")),
+               "G2_WS": tiles_fit and (I // SCALE_BLOCK) % cfg.get("G2_WS_GROUP", 4) == 0}
+    for ws_key, fits in ws_fits.items():
+        if cfg.get(ws_key) == "auto":   # the table's form: Gluon where the tiles fit and it can run, else Triton
+            cfg[ws_key] = fits and _ws_runs_on(hidden_states.device)
+    if cfg.get("G1_WS") and not (ws_fits["G1_WS"] and hidden_states.is_cuda):
         raise ValueError(f"bad MoE config {cfg}: G1_WS needs TMA, A_SCALE_SORTED, BLOCK_M = QG = 128 and a CUDA "
                          "device (Gluon has no interpreter)")
-    if cfg.get("G2_WS") and not (cfg.get("TMA") and qg == SCALE_BLOCK and cfg["BLOCK_M"] == SCALE_BLOCK
-                                 and hidden_states.is_cuda and (I // SCALE_BLOCK) % cfg.get("G2_WS_GROUP", 4) == 0):
+    if cfg.get("G2_WS") and not (ws_fits["G2_WS"] and hidden_states.is_cuda):
         raise ValueError(f"bad MoE config {cfg}: G2_WS needs TMA, BLOCK_M = QG = 128, a CUDA device (Gluon has no "
                          "interpreter) and I/128 divisible by G2_WS_GROUP")
     if cfg.get("TMA") and (cfg["G1_SPLIT_K"] > 1 or cfg["COMBINE"]):
