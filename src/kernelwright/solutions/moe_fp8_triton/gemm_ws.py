@@ -55,6 +55,27 @@ def _tile_of(tile, used, NUM_N: gl.constexpr, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
+def _used_m_blocks(counts_ptr, NUM_LOCAL: gl.constexpr, NUM_LOCAL_P2: gl.constexpr, num_warps: gl.constexpr):
+    """The 128-row M-blocks the align kernel fills (they come first): sum over experts of
+    ceil(count / 128), from the expert counts [NUM_LOCAL] int32 (gemm._used_m_blocks in Gluon)."""
+    e = gl.arange(0, NUM_LOCAL_P2, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
+    cnt = gl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
+    return gl.sum((cnt + BLOCK - 1) // BLOCK, axis=0)
+
+
+@gluon.jit
+def _stage_barriers(NUM_STAGES: gl.constexpr):
+    """(ready, empty): one mbarrier per ring stage each, count 1.  The producer's TMA completes
+    ready[s]; the consumers arrive on empty[s] once the stage's MMAs are done."""
+    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    return ready, empty
+
+
+@gluon.jit
 def _producer(a_desc, w_desc, a_bufs, b_bufs, ready, empty, block_expert_ptr, used,
               I: gl.constexpr, KB: gl.constexpr, GROUP_M: gl.constexpr, NUM_STAGES: gl.constexpr):
     """Worker partition: per tile and K block, wait until the consumers released the stage (the
@@ -135,17 +156,10 @@ def _gemm1_ws_kernel(a_desc, a_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr,
     fp8 e4m3 and c_scale [I/128, R] fp32, valid rows only.  num_warps = 8 (the consumers);
     WORKER_REGS = PRODUCER_REGS; launch with maxnreg = MAXNREG and at most one program per SM."""
     KB: gl.constexpr = H // BLOCK
-    count_layout: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
-    e = gl.arange(0, NUM_LOCAL_P2, layout=count_layout)
-    cnt = gl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
-    used = gl.sum((cnt + BLOCK - 1) // BLOCK, axis=0)          # the M-blocks the align kernel fills
+    used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, num_warps)
     a_bufs = gl.allocate_shared_memory(a_desc.dtype, [NUM_STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(w_desc.dtype, [2 * NUM_STAGES] + w_desc.block_type.shape, w_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(NUM_STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
+    ready, empty = _stage_barriers(NUM_STAGES)
     gl.warp_specialize([
         (_consumer, (a_bufs, b_bufs, ready, empty, a_scale_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr, c_ptr,
                      c_scale_ptr, used, R, I, KB, GROUP_M, NUM_STAGES, FP8_MAX_C)),
@@ -260,17 +274,10 @@ def _gemm2_ws_kernel(c_desc, c_scale_ptr, w_desc, w_scale_ptr, block_expert_ptr,
     y [R, H] bf16.  I / 128 must be a multiple of GROUP (K blocks per unrolled group).  num_warps = 8; WORKER_REGS = PRODUCER_REGS; launch with
     maxnreg = MAXNREG and at most one program per SM."""
     KB: gl.constexpr = I // BLOCK
-    count_layout: gl.constexpr = gl.BlockedLayout([1], [32], [num_warps], [0])
-    e = gl.arange(0, NUM_LOCAL_P2, layout=count_layout)
-    cnt = gl.load(counts_ptr + e, mask=e < NUM_LOCAL, other=0)
-    used = gl.sum((cnt + BLOCK - 1) // BLOCK, axis=0)
+    used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, num_warps)
     c_bufs = gl.allocate_shared_memory(c_desc.dtype, [NUM_STAGES] + c_desc.block_type.shape, c_desc.layout)
     w_bufs = gl.allocate_shared_memory(w_desc.dtype, [NUM_STAGES] + w_desc.block_type.shape, w_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(NUM_STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1)
+    ready, empty = _stage_barriers(NUM_STAGES)
     gl.warp_specialize([
         (_g2_consumer, (c_bufs, w_bufs, ready, empty, c_scale_ptr, w_scale_ptr, block_expert_ptr, block_rows_ptr,
                         y_ptr, used, R, H, KB, GROUP_M, NUM_STAGES, GROUP)),
