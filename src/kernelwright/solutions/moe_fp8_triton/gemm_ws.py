@@ -25,13 +25,16 @@ results/cpu-aot/2026-11-30-v8/gluon_swiglu_probe_aot.txt).
 
 As a dense probe (scripts/gluon_swiglu_probe.py, ``gluon-ws-n128-s4``) this tile ran at 916 / 727
 TFLOP/s at M = 8192 / 16384 against 607 / 567 for Triton's shipped 128 x 128 tile in the same call
-(results/h200/2026-11-30-v9/probe).
+(results/h200/2026-11-30-v9/probe).  In the MoE, against the shipped Triton kernels (grouped and
+persistent already), CUPTI at T = 11948 and 14107 reads GEMM1 7 % and GEMM2 15 % faster
+(results/h200/2026-11-30-v9/ab/moe-ab-ws, moe-ab-ws2).
 
 Persistent: at most one program per SM (the 4-stage ring takes 192 KB of shared memory); both
 partitions walk the same tiles (every used M-block, counted on the device from the expert counts,
 times I / 128 N-blocks) in gemm._tile_of's grouped order, with one stage counter that runs on
 across tiles, so the producer fills the next tile's stages during the current tile's epilogue.
-Gluon has no interpreter: the CPU tests compile this kernel for sm_90a (registers, spills).
+Gluon has no interpreter: the CPU tests compile these kernels for sm_90a (registers, spills); the
+GPU tests compare them with the Triton kernels and the reference.
 """
 
 from triton.experimental import gluon

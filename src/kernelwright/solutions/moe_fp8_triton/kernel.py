@@ -242,14 +242,15 @@ def _gemms_tma(hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_
     )
 
 
-_ws_devices = {}          # device -> whether gemm_ws's kernel can run there
+_ws_devices = {}          # device -> whether gemm_ws's kernels can run there
 
 
 def _ws_runs_on(device) -> bool:
-    """Whether the warp-specialised Gluon GEMM1 (gemm_ws.py: Hopper wgmma, TMA and setmaxnreg through
+    """Whether the warp-specialised Gluon GEMMs (gemm_ws.py: Hopper wgmma, TMA and setmaxnreg through
     triton.experimental.gluon) can run on ``device``: a CUDA device of compute capability 9.0 and
-    a Triton with Gluon's Hopper module.  A G1_WS = "auto" table entry runs Triton's GEMM1 of the
-    same C elsewhere (the CPU interpreter, other GPUs, other Triton versions).  Cached per device."""
+    a Triton with Gluon's Hopper module.  A G1_WS / G2_WS = "auto" table entry runs Triton's GEMMs
+    of the same C and y elsewhere (the CPU interpreter, other GPUs, other Triton versions).  Cached
+    per device."""
     key = str(device)
     if key not in _ws_devices:
         ok = device.type == "cuda" and torch.cuda.get_device_capability(device) == (9, 0)
@@ -272,9 +273,8 @@ def _gemm1_ws(a_sorted, a_scale, w13, w13_scale, block_expert, block_rows, count
     I = w13.shape[1] // 2
     num_local = counts.shape[0]
     gemm_ws._gemm1_ws_kernel[(min(mb * (I // SCALE_BLOCK), _programs(a_sorted.device)),)](
-        _ws_desc(a_sorted), a_scale, _ws_desc(w13.view(-1, H)), w13_scale, block_expert, block_rows, counts, c, c_scale,
-        R,
-        H=H, I=I, NUM_STAGES=int(cfg.get("G1_WS_STAGES", 4)), GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=num_local,
+        _ws_desc(a_sorted), a_scale, _ws_desc(w13.view(-1, H)), w13_scale, block_expert, block_rows, counts, c,
+        c_scale, R, H=H, I=I, NUM_STAGES=int(cfg.get("G1_WS_STAGES", 4)), GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=num_local,
         NUM_LOCAL_P2=triton.next_power_of_2(num_local), FP8_MAX_C=FP8_MAX, WORKER_REGS=gemm_ws.PRODUCER_REGS,
         num_warps=8, maxnreg=gemm_ws.MAXNREG,
     )
