@@ -29,6 +29,7 @@ for stage in "$@"; do
     bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records under /tmp/records/<name> (pack them at the end)
       name=${BENCH_NAME:-bench}
       timeout ${BENCH_TIMEOUT:-520} python3 -m kernelwright bench ${BENCH_ARGS:-} --out /tmp/kw-$name 2>&1 | tee /tmp/kw-$name.log | tail -${BENCH_TAIL:-45}
+      grep -a "skipped" /tmp/kw-$name.log | tail -5   # a baseline that did not load (the tail above may cut it)
       [ -f /tmp/kw-$name/summary.json ] || python3 -m kernelwright report /tmp/kw-$name >/dev/null 2>&1  # interrupted: rebuild
       mkdir -p /tmp/records/$name && cp /tmp/kw-$name/*.json /tmp/kw-$name/traces/*.jsonl /tmp/kw-$name.log /tmp/records/$name/ 2>/dev/null
       tar czf /tmp/records/$name-logs.tgz -C /tmp/kw-$name logs 2>/dev/null;;
