@@ -55,6 +55,9 @@ _P = dict(_M, ROUTE_BT=4, BLOCK_M=64)
 
 VARIANTS_T2 = dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_STAGES=4)
 VARIANTS_T12 = dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=4)
+# the shipped prefill entry with Triton GEMMs (t12p1sm3); the v9 Gluon variants start from it
+VARIANTS_T12_SHIPPED = dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
+                            G2_STAGES=3, G2_PERSIST=3)
 # name -> (regime, config); regime: the T points it is measured at
 VARIANTS = {
     # decode, BLOCK_M 16 (mma.sync), T <= 256
@@ -175,12 +178,9 @@ VARIANTS = {
     "d8p3g6": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3,
                               G2_PERSIST=6)),
     # v9: GEMM1 warp-specialised in Gluon (config key G1_WS, gemm_ws.py) on the shipped prefill entry
-    "t12ws": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
-                              G2_PERSIST=3, G1_WS=True, G1_WS_STAGES=4)),
-    "t12ws3": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
-                               G2_PERSIST=3, G1_WS=True, G1_WS_STAGES=3)),
-    "t12ws16": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4, G2_STAGES=3,
-                                G2_PERSIST=3, G1_WS=True, G1_WS_STAGES=4, G1_GROUP=16)),
+    "t12ws": ("prefill", dict(VARIANTS_T12_SHIPPED, G1_WS=True, G1_WS_STAGES=4)),
+    "t12ws3": ("prefill", dict(VARIANTS_T12_SHIPPED, G1_WS=True, G1_WS_STAGES=3)),
+    "t12ws16": ("prefill", dict(VARIANTS_T12_SHIPPED, G1_WS=True, G1_WS_STAGES=4, G1_GROUP=16)),
     # v9: GEMM2 warp-specialised too (config key G2_WS: 128 x 128 tiles, two product sets per consumer
     # warpgroup, G2_WS_GROUP K blocks per unrolled group, G2_WS_STAGES stages).  (The ws-c1 and ws2-c1
     # records name the Gluon kernels' stage counts G1_STAGES / G2_STAGES: the keys were split after them.)
@@ -263,30 +263,25 @@ def aot(out_dir: str) -> None:
                       T="i32", R="i32"),
                  dict(H=H, TOP_K=8, BLOCK_M=bm, BLOCK_H=512, **loc, SCALE_OUT=srt), 4, 1,
                  f"gather_bm{bm}_p{int(per)}_s{int(srt)}")
-            if cfg.get("G1_WS"):
+            if cfg.get("G1_WS") or cfg.get("G2_WS"):
                 from triton.experimental.gluon import language as gl
                 from triton.experimental.gluon._runtime import GluonASTSource
 
                 from kernelwright.solutions.moe_fp8_triton import gemm_ws
-                lay = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
+                # both Gluon GEMMs load every operand as [128, 128] fp8 boxes in the default NVMMA layout
+                box = f"tensordesc<fp8e4nv[128,128],{gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)!r}>"
+            if cfg.get("G1_WS"):
                 ws1 = int(cfg.get("G1_WS_STAGES", 4))
                 comp(gemm_ws._gemm1_ws_kernel,
-                     dict(a_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", a_scale_ptr="*fp32",
-                          w_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
+                     dict(a_desc=box, a_scale_ptr="*fp32", w_desc=box, w_scale_ptr="*fp32", block_expert_ptr="*i32",
                           block_rows_ptr="*i32", counts_ptr="*i32", c_ptr="*fp8e4nv", c_scale_ptr="*fp32", R="i32"),
                      dict(H=H, I=I, NUM_STAGES=ws1, GROUP_M=cfg["G1_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
                           FP8_MAX_C=448.0, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, ws1,
                      f"g1_ws_s{ws1}_g{cfg['G1_GROUP']}", source=GluonASTSource, maxnreg=gemm_ws.MAXNREG)
             if cfg.get("G2_WS"):
-                from triton.experimental.gluon import language as gl
-                from triton.experimental.gluon._runtime import GluonASTSource
-
-                from kernelwright.solutions.moe_fp8_triton import gemm_ws
-                lay = gl.NVMMASharedLayout.get_default_for([128, 128], gl.float8e4nv)
                 grp, ws2 = int(cfg.get("G2_WS_GROUP", 4)), int(cfg.get("G2_WS_STAGES", 5))
                 comp(gemm_ws._gemm2_ws_kernel,
-                     dict(c_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", c_scale_ptr="*fp32",
-                          w_desc=f"tensordesc<fp8e4nv[128,128],{lay!r}>", w_scale_ptr="*fp32", block_expert_ptr="*i32",
+                     dict(c_desc=box, c_scale_ptr="*fp32", w_desc=box, w_scale_ptr="*fp32", block_expert_ptr="*i32",
                           block_rows_ptr="*i32", counts_ptr="*i32", y_ptr="*bf16", R="i32"),
                      dict(H=H, I=I, NUM_STAGES=ws2, GROUP_M=cfg["G2_GROUP"], NUM_LOCAL=32, NUM_LOCAL_P2=32,
                           GROUP=grp, WORKER_REGS=gemm_ws.PRODUCER_REGS, num_warps=8), 8, ws2,
