@@ -121,7 +121,7 @@ def bench_cmd(
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads per definition."),
-    sweep: bool = typer.Option(False, "--sweep", help="The definition's sweep workloads instead of the contest ones (moe: T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224; 30 workloads)."),
+    sweep: bool = typer.Option(False, "--sweep", help="The serving-envelope workloads instead of the contest ones: indexer batch 1-64 x context 4K-128K (30), attention T = 1-128 of one request at 1K-128K context (27), moe T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224 (30)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
     warmup: Optional[int] = typer.Option(None, min=0, help="Warm-up iterations per trial (default 10)."),
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
@@ -258,7 +258,8 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
     console.print(f"  BF16 matmul     {m['bf16_flops'] / 1e12:6.0f} TFLOP/s (peak {p['bf16_flops'] / 1e12:.0f})")
     console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s (peak {p['fp8_flops'] / 1e12:.0f})")
     if "launch_latency_s" in m:
-        console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs by CUDA events (floor of any call)")
+        console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs device time of one trivial kernel "
+                      "(stream held while enqueued; the floor of any call)")
 
 
 @app.command("report")

@@ -87,7 +87,8 @@ def pick_workloads(builtin: BuiltinDefinition, selectors: Optional[List[str]], l
     """
     if sweep:
         if builtin.sweep_workloads is None:
-            raise UsageError(f"{builtin.name} has no sweep workload set (only moe has one, at full size)")
+            raise UsageError(f"{builtin.name} has no sweep workload set (the serving-envelope sets of moe, indexer "
+                             "and attention exist at full size only: leave out --quick)")
         workloads = builtin.sweep_workloads()
     else:
         workloads = builtin.public_workloads()
