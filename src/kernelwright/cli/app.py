@@ -20,7 +20,8 @@ import typer
 from rich.console import Console
 
 from kernelwright.cli.common import (
-    UsageError, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device, write_json,
+    UsageError, check_selectors, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device,
+    write_json,
 )
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
@@ -159,9 +160,11 @@ def bench_cmd(
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue
-        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep), cands))
+        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep, strict=len(builtins) == 1), cands))
     if not plans:
         raise UsageError("nothing to run: no solution matches the selected definitions")
+    check_selectors(workloads, [p.workloads for p in plans])
+    plans = [p for p in plans if p.workloads]
     out = out or _default_out(device)
     result = _run_plans(plans, cfg, out, "bench", pool=pool, ray=ray)
     _finish(result, plans, cfg, out)

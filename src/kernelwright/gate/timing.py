@@ -28,7 +28,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -201,32 +201,44 @@ HOLD_LIMIT_S = 0.05
 (seconds).  Far above any honest call's host path (tens of µs to a few ms), far below the gate's
 per-call timeout."""
 
+HOLD_MAX_CLOCK_HZ = 2.0e9
+"""The cycle budget of the time limit assumes an SM clock of at most this (H100/H200 boost: 1.98 GHz):
+at a lower clock the limit lasts longer, never shorter."""
+
 HOLD_RELEASED, HOLD_TIMED_OUT, HOLD_UNKNOWN = "released", "timed_out", "unknown"
 
 _HOLD_SOURCE = r"""
 extern "C" __global__ void kw_stream_hold(const volatile int* release, volatile int* gate, int epoch,
-                                          unsigned long long limit_ns, volatile int* status) {
+                                          unsigned long long limit_ns, unsigned long long limit_cycles,
+                                          volatile int* status) {
     // Dynamic shared memory at the largest carve-out: one CTA fills an SM, so while the hold lasts
     // no CTA of any other kernel, on any stream, can start anywhere on the device.
     extern __shared__ unsigned char fill[];
     if (threadIdx.x != 0) return;
-    unsigned long long t0, now;
+    // The time limit needs both the globaltimer (ns) and the SM's cycle counter past their limits:
+    // a virtualised globaltimer that runs fast cannot end a hold early.
+    unsigned long long t0, now, c0 = clock64(), c = c0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    now = t0;
     if (blockIdx.x == 0) {
         int how = 1;                                   // 1: released by the host, 2: timed out
         while (*release != epoch) {
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            if (now - t0 > limit_ns) { how = 2; break; }
+            c = clock64();
+            if (now - t0 > limit_ns && c - c0 > limit_cycles) { how = 2; break; }
             __nanosleep(500);
         }
         *gate = epoch;                                 // the other CTAs poll device memory, not PCIe
         status[1] = how;
+        status[2] = (int)((now - t0) / 1000);          // how long it held: globaltimer µs
+        status[3] = (int)((c - c0) / 1000);            // ... and SM kilo-cycles
         __threadfence_system();
         status[0] = epoch;
     } else {
         while (*gate != epoch) {
             asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            if (now - t0 > 2 * limit_ns) break;
+            c = clock64();
+            if (now - t0 > 2 * limit_ns && c - c0 > 2 * limit_cycles) break;
             __nanosleep(200);
         }
     }
@@ -285,7 +297,7 @@ class StreamHold:
                                      cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      self.shared_bytes)[0], "cuFuncSetAttribute")
         self.ctas = int(props.multi_processor_count)
-        err, self._host = cu.cuMemHostAlloc(16, 0x01 | 0x02)   # CU_MEMHOSTALLOC_PORTABLE | _DEVICEMAP
+        err, self._host = cu.cuMemHostAlloc(64, 0x01 | 0x02)   # CU_MEMHOSTALLOC_PORTABLE | _DEVICEMAP
         _check(err, "cuMemHostAlloc")
         err, self._host_dev = cu.cuMemHostGetDevicePointer(self._host, 0)
         _check(err, "cuMemHostGetDevicePointer")
@@ -294,16 +306,20 @@ class StreamHold:
         self._release_cell = ctypes.c_int32.from_address(base)
         self._status_epoch = ctypes.c_int32.from_address(base + 4)
         self._status_how = ctypes.c_int32.from_address(base + 8)
+        self._status_held_us = ctypes.c_int32.from_address(base + 12)
+        self._status_held_kcycles = ctypes.c_int32.from_address(base + 16)
         self._release_cell.value = 0
         self._status_epoch.value = 0
         self._status_how.value = 0
         self._launch = cu.cuLaunchKernel
         self._stream_type = cu.CUstream
-        self._types = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_void_p)
+        self._types = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong,
+                       ctypes.c_void_p)
         self._release_ptr = int(self._host_dev)
         self._status_ptr = int(self._host_dev) + 4
         self._gate_ptr = int(self._gate.data_ptr())
         self.limit_ns = int(limit_s * 1e9)
+        self.limit_cycles = int(limit_s * HOLD_MAX_CLOCK_HZ)
         self.epoch = 0
         self.kind = "blocking kernel (one CTA on every SM, spinning on mapped host memory)"
 
@@ -343,7 +359,7 @@ class StreamHold:
     def begin(self, stream) -> int:
         """Enqueue the blocking kernel on ``stream`` (a torch.cuda.Stream); the next epoch."""
         self.epoch += 1
-        args = (self._release_ptr, self._gate_ptr, self.epoch, self.limit_ns, self._status_ptr)
+        args = (self._release_ptr, self._gate_ptr, self.epoch, self.limit_ns, self.limit_cycles, self._status_ptr)
         (err,) = self._launch(self._function, self.ctas, 1, 1, 32, 1, 1, self.shared_bytes,
                               self._stream_type(stream.cuda_stream), (args, self._types), 0)
         if int(err) != 0:
@@ -353,6 +369,13 @@ class StreamHold:
     def release(self, epoch: int) -> None:
         """Let the held stream run (a plain store into mapped host memory: no CUDA call)."""
         self._release_cell.value = epoch
+
+    def held(self, epoch: int) -> Optional[Tuple[int, int]]:
+        """After a device synchronise: how long the hold of ``epoch`` lasted, (globaltimer µs, SM
+        kilo-cycles), or None when its status is not that epoch's."""
+        if self._status_epoch.value != epoch:
+            return None
+        return self._status_held_us.value, self._status_held_kcycles.value
 
     def outcome(self, epoch: int) -> str:
         """After a device synchronise: how the hold of ``epoch`` ended."""
