@@ -192,3 +192,18 @@ def test_the_gate_times_a_shipped_solution_by_device_time():
     assert perf.eager_latency_ms is not None and perf.graph_latency_ms is not None
     print("device", perf.latency_ms * 1e3, "eager", perf.eager_latency_ms * 1e3, "graph", perf.graph_latency_ms * 1e3,
           trace.evaluation.gate.notes.get("clock"))
+
+
+def test_a_kernel_that_started_before_the_release_is_unmeasured_work():
+    from kernelwright.gate.headline import cupti_span_reference
+
+    clocks = ClockTrials()
+    clocks.add({**_device_trial(), "cupti_prerelease": [0, 3], "cupti_held": [True, True]})
+    h = clocks.decide()
+    assert "started while the stream was held" in clocks.unmeasured_work(h)
+    assert cupti_span_reference(clocks, h) == pytest.approx(h.latency_ms)     # held traced calls: device time
+    clocks = ClockTrials()
+    clocks.add({**_device_trial(), "cupti_held": [True, False]})
+    h = clocks.decide()
+    assert clocks.unmeasured_work(h) is None
+    assert cupti_span_reference(clocks, h) == pytest.approx(h.eager_ms)       # some ran idle: eager

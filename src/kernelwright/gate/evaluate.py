@@ -28,7 +28,7 @@ from kernelwright.gate import timing as T
 from kernelwright.gate.checkers import CheckResult, check_outputs
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
-from kernelwright.gate.headline import ClockTrials, graph_agreement
+from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
 from kernelwright.gate.headline import phase_pairs as headline_phase_pairs
 from kernelwright.gate.session import WorkerSession
 from kernelwright.inputs import make_generator, seed_for
@@ -690,11 +690,10 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
         unmeasured = clocks.unmeasured_work(headline)
         if unmeasured:
             return _rejected(ctx, run, guards.UNMEASURED_WORK, unmeasured, gate), perf
-        # the CUPTI window runs with the device idle, like the eager iterations: compare like with like
-        idle_ms = headline.eager_ms or latency
-        if kspan and kspan[0] > 3.0 * idle_ms + 0.1:
+        span_ref = cupti_span_reference(clocks, headline)   # like with like: held or eager traced calls
+        if kspan and kspan[0] > 3.0 * span_ref + 0.1:
             return _rejected(ctx, run, guards.UNMEASURED_WORK,
-                             f"CUPTI span {kspan[0]:.3f} ms over all streams vs events {idle_ms:.3f} ms (eager)",
+                             f"CUPTI span {kspan[0]:.3f} ms over all streams vs events {span_ref:.3f} ms",
                              gate), perf
 
     # provenance is observed in recognisable calls (the CUPTI window, the profiled call): a solution

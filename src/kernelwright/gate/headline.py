@@ -58,6 +58,8 @@ class ClockTrials:
     host: List[float] = field(default_factory=list)
     d2h_bytes: List[int] = field(default_factory=list)
     copies_traced: bool = False
+    prerelease: List[int] = field(default_factory=list)      # per held traced call: kernels before the release
+    cupti_held: List[bool] = field(default_factory=list)
     hold_timeouts: int = 0
     hold_kind: Optional[str] = None
     hold_error: Optional[str] = None
@@ -88,6 +90,8 @@ class ClockTrials:
                 into.append(statistics.median(values))
         self.d2h_bytes += [int(x) for x in (s.get("cupti_d2h_bytes") or [])]
         self.copies_traced = self.copies_traced or bool(s.get("cupti_copies_traced"))
+        self.prerelease += [int(x) for x in (s.get("cupti_prerelease") or [])]
+        self.cupti_held += [bool(x) for x in (s.get("cupti_held") or [])]
         self.hold_timeouts += int(s.get("hold_timeouts") or 0)
         self.hold_kind = self.hold_kind or s.get("hold_kind")
         self.hold_error = self.hold_error or s.get("hold_error")
@@ -132,8 +136,12 @@ class ClockTrials:
         (work on another stream that the call's end event does not wait for).  Checked on each
         clock's own iterations: eager (start record -> synchronised, less an empty measurement)
         against the eager latency, held (release -> synchronised, less an empty held measurement)
-        against the device time."""
+        against the device time; and any kernel of a held CUPTI call that started before the
+        hold's release (the blocking kernel should make that impossible)."""
         limit = guards.UNMEASURED_WORK_FACTOR
+        if any(self.prerelease):
+            return (f"{max(self.prerelease)} kernel(s) of the call started while the stream was held (CUPTI): "
+                    "work ran before the clock started")
         if self.idle_walls and self.idle_empties and self.eager:
             excess = _mean(self.idle_walls) - _mean(self.idle_empties)
             eager = _mean(self.eager)
@@ -174,3 +182,12 @@ def graph_agreement(headline: Headline, graph_ms: Optional[float]) -> Tuple[Opti
         return ratio, (f"device time {headline.latency_ms * 1e3:.1f} us is {ratio:.2f}x the CUDA-graph replay "
                        f"{graph_ms * 1e3:.1f} us of the same call")
     return ratio, None
+
+
+def cupti_span_reference(clocks: ClockTrials, headline: Headline) -> float:
+    """What the CUPTI span is compared with (ms): the headline when every traced call was held
+    (the span is then device time too), else the eager latency (the traced calls ran with the
+    device idle)."""
+    if clocks.cupti_held and all(clocks.cupti_held):
+        return headline.latency_ms
+    return headline.eager_ms or headline.latency_ms

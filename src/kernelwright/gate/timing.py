@@ -3,7 +3,7 @@
 Four numbers per workload (each labelled in the trace):
   * device time (the headline, ``latency_ms``): one call's GPU time with the host launch hidden
     and every GPU gap inside the call counted.  After the L2 flush the harness's stream is held
-    by a blocking kernel (``StreamHold``: one CTA on every SM, spinning on a flag in mapped host
+    by a blocking kernel (``StreamHold``: CTAs filling every SM, spinning on a flag in mapped host
     memory -- NVBench's blocking-kernel method), the start event, the call and the end event are
     enqueued behind it, and only then does the host release the hold.  The spin has a time limit:
     a call that waits for the device while the stream is held (``.item()``, a synchronise) runs
@@ -201,6 +201,8 @@ HOLD_LIMIT_S = 0.05
 (seconds).  Far above any honest call's host path (tens of µs to a few ms), far below the gate's
 per-call timeout."""
 
+HOLD_KERNEL_NAME = "kw_stream_hold"   # CUPTI records of the hold itself are not the solution's
+
 HOLD_MAX_CLOCK_HZ = 2.0e9
 """The cycle budget of the time limit assumes an SM clock of at most this (H100/H200 boost: 1.98 GHz):
 at a lower clock the limit lasts longer, never shorter."""
@@ -208,41 +210,45 @@ at a lower clock the limit lasts longer, never shorter."""
 HOLD_RELEASED, HOLD_TIMED_OUT, HOLD_UNKNOWN = "released", "timed_out", "unknown"
 
 _HOLD_SOURCE = r"""
-extern "C" __global__ void kw_stream_hold(const volatile int* release, volatile int* gate, int epoch,
-                                          unsigned long long limit_ns, unsigned long long limit_cycles,
-                                          volatile int* status) {
-    // Dynamic shared memory at the largest carve-out: one CTA fills an SM, so while the hold lasts
-    // no CTA of any other kernel, on any stream, can start anywhere on the device.
+extern "C" __global__ void __launch_bounds__(1024) kw_stream_hold(
+        const volatile int* release, volatile int* gate, int epoch, unsigned long long limit_ns,
+        unsigned long long limit_cycles, volatile int* status) {
+    // Every SM gets CTAs of this kernel until its warp slots and its shared memory are used up
+    // (the launch sizes both): while the hold lasts no CTA of any other kernel, on any stream, can
+    // be resident anywhere on the device.  Thread 0 of each CTA waits; the others wait at the
+    // barrier, so every warp stays resident until the release.
     extern __shared__ unsigned char fill[];
-    if (threadIdx.x != 0) return;
-    // The time limit needs both the globaltimer (ns) and the SM's cycle counter past their limits:
-    // a virtualised globaltimer that runs fast cannot end a hold early.
-    unsigned long long t0, now, c0 = clock64(), c = c0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    now = t0;
-    if (blockIdx.x == 0) {
-        int how = 1;                                   // 1: released by the host, 2: timed out
-        while (*release != epoch) {
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            c = clock64();
-            if (now - t0 > limit_ns && c - c0 > limit_cycles) { how = 2; break; }
-            __nanosleep(500);
+    if (threadIdx.x == 0) {
+        // The time limit needs both the globaltimer (ns) and the SM's cycle counter past their
+        // limits: a virtualised globaltimer that runs fast cannot end a hold early.
+        unsigned long long t0, now, c0 = clock64(), c = c0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        now = t0;
+        if (blockIdx.x == 0) {
+            int how = 1;                               // 1: released by the host, 2: timed out
+            while (*release != epoch) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                c = clock64();
+                if (now - t0 > limit_ns && c - c0 > limit_cycles) { how = 2; break; }
+                __nanosleep(500);
+            }
+            *gate = epoch;                             // the other CTAs poll device memory, not PCIe
+            status[1] = how;
+            status[2] = (int)((now - t0) / 1000);      // how long it held: globaltimer µs
+            status[3] = (int)((c - c0) / 1000);        // ... and SM kilo-cycles
+            __threadfence_system();
+            status[0] = epoch;
+        } else {
+            while (*gate != epoch) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                c = clock64();
+                if (now - t0 > 2 * limit_ns && c - c0 > 2 * limit_cycles) break;
+                __nanosleep(200);
+            }
         }
-        *gate = epoch;                                 // the other CTAs poll device memory, not PCIe
-        status[1] = how;
-        status[2] = (int)((now - t0) / 1000);          // how long it held: globaltimer µs
-        status[3] = (int)((c - c0) / 1000);            // ... and SM kilo-cycles
-        __threadfence_system();
-        status[0] = epoch;
-    } else {
-        while (*gate != epoch) {
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            c = clock64();
-            if (now - t0 > 2 * limit_ns && c - c0 > 2 * limit_cycles) break;
-            __nanosleep(200);
-        }
+        fill[0] = 0;
     }
-    fill[0] = 0;
+    __syncthreads();
 }
 """
 
@@ -251,9 +257,9 @@ class StreamHold:
     """NVBench-style blocking kernel for the device-time clock (CUDA, cuda-python's driver and
     NVRTC bindings).
 
-    ``begin(stream)`` enqueues ``kw_stream_hold`` on ``stream`` (one CTA per SM, each with the
-    largest shared-memory carve-out, so nothing else runs on the device meanwhile) and returns an
-    epoch; ``release(epoch)`` stores the epoch into mapped host memory, which ends the kernel;
+    ``begin(stream)`` enqueues ``kw_stream_hold`` on ``stream`` (CTAs that take every warp slot
+    and all the shared memory of every SM, so nothing else can be resident meanwhile) and returns
+    an epoch; ``release(epoch)`` stores the epoch into mapped host memory, which ends the kernel;
     after a device synchronise, ``outcome(epoch)`` says whether the host released it
     (``HOLD_RELEASED``) or its time limit ran out first (``HOLD_TIMED_OUT``: the call waited for
     the device while the stream was held, so its events do not measure device time).
@@ -288,15 +294,25 @@ class StreamHold:
         _check(err, "cuModuleLoadData")
         err, self._function = cu.cuModuleGetFunction(self._module, b"kw_stream_hold")
         _check(err, "cuModuleGetFunction")
-        err, optin = cu.cuDeviceGetAttribute(
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            cu.CUdevice(torch.cuda.current_device() if device.index is None else device.index))
-        _check(err, "cuDeviceGetAttribute")
-        self.shared_bytes = int(optin)
+        dev = cu.CUdevice(torch.cuda.current_device() if device.index is None else device.index)
+
+        def attribute(name: str) -> int:
+            err, value = cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, name), dev)
+            _check(err, f"cuDeviceGetAttribute({name})")
+            return int(value)
+
+        # fill every SM: as many 1024-thread CTAs as its warp slots take (H100/H200: 2), each with
+        # its share of the SM's shared memory less the per-block reservation
+        self.threads = 1024
+        self.ctas_per_sm = max(1, attribute("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR") // self.threads)
+        per_sm = attribute("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR")
+        reserved = attribute("CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK")
+        optin = attribute("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+        self.shared_bytes = min(optin, per_sm // self.ctas_per_sm - reserved)
         _check(cu.cuFuncSetAttribute(self._function,
                                      cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      self.shared_bytes)[0], "cuFuncSetAttribute")
-        self.ctas = int(props.multi_processor_count)
+        self.ctas = int(props.multi_processor_count) * self.ctas_per_sm
         err, self._host = cu.cuMemHostAlloc(64, 0x01 | 0x02)   # CU_MEMHOSTALLOC_PORTABLE | _DEVICEMAP
         _check(err, "cuMemHostAlloc")
         err, self._host_dev = cu.cuMemHostGetDevicePointer(self._host, 0)
@@ -321,7 +337,8 @@ class StreamHold:
         self.limit_ns = int(limit_s * 1e9)
         self.limit_cycles = int(limit_s * HOLD_MAX_CLOCK_HZ)
         self.epoch = 0
-        self.kind = "blocking kernel (one CTA on every SM, spinning on mapped host memory)"
+        self.kind = (f"blocking kernel ({self.ctas_per_sm} CTAs x {self.threads} threads on every SM, "
+                     "spinning on mapped host memory)")
 
     @staticmethod
     def create(device: torch.device, limit_s: float = HOLD_LIMIT_S) -> "Optional[StreamHold]":
@@ -360,7 +377,7 @@ class StreamHold:
         """Enqueue the blocking kernel on ``stream`` (a torch.cuda.Stream); the next epoch."""
         self.epoch += 1
         args = (self._release_ptr, self._gate_ptr, self.epoch, self.limit_ns, self.limit_cycles, self._status_ptr)
-        (err,) = self._launch(self._function, self.ctas, 1, 1, 32, 1, 1, self.shared_bytes,
+        (err,) = self._launch(self._function, self.ctas, 1, 1, self.threads, 1, 1, self.shared_bytes,
                               self._stream_type(stream.cuda_stream), (args, self._types), 0)
         if int(err) != 0:
             raise RuntimeError(f"cuLaunchKernel of the hold kernel failed: {err}")
@@ -649,6 +666,8 @@ class TimingSamples:
     cupti_error: Optional[str] = None
     cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied
     cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
+    cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
+    cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
     host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}
     min_launches: Optional[int] = None   # CPU: fewest Triton launches in one timed call (None: not counted)

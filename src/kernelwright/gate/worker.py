@@ -778,6 +778,11 @@ class Harness:
         del graph
 
     def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
+        """The CUPTI window: ``cupti_iters`` calls on the inputs of timed iterations warmup + i,
+        held like the device-time iterations (while the hold lasts, so that the kernel span is
+        device time and any kernel that starts before the release shows: ``cupti_prerelease``),
+        with kernel and memory-copy activity recorded.  A hold that times out (a call that waits
+        for the device) ends the holding for the rest of the window."""
         tracer = self._gate_action(T.cupti_tracer)
         if not tracer.available():
             out.cupti_error = "cupti not available"
@@ -785,6 +790,7 @@ class Harness:
                 self._profile_kernels(builtin, workload, msg, out)
             return
         windows = []
+        policy = T.HoldPolicy(self.hold is not None, warmup=0, max_timeouts=1)
         try:
             tracer.drain()
             tracer.begin()
@@ -796,9 +802,14 @@ class Harness:
                 self.flusher.flush()
                 self.prims.sync()
                 t0 = tracer.timestamp()
-                self._call(args, self.sets[0]["outputs"], state)
-                self.prims.sync()
-                windows.append((t0, tracer.timestamp()))
+                if not policy.off:
+                    _, timing = self._held_call(args, self.sets[0]["outputs"], state)
+                    held = policy.note(i, timing["outcome"])
+                else:
+                    self._call(args, self.sets[0]["outputs"], state)
+                    self.prims.sync()
+                    held = False
+                windows.append((t0, tracer.timestamp(), held))
             tracer.end()
         except Exception as exc:
             out.cupti_error = f"{type(exc).__name__}: {exc}"[:300]
@@ -806,10 +817,16 @@ class Harness:
         collected = tracer.drain()
         copies = tracer.drain_copies()
         out.cupti_copies_traced = tracer.traces_copies
-        for t0, t1 in windows:
+        for t0, t1, held in windows:
             if tracer.traces_copies:
                 out.cupti_d2h_bytes.append(sum(c.bytes for c in copies if c.device_to_host and t0 <= c.start_ns <= t1))
-            recs = [r for r in collected if t0 <= r.start_ns <= t1]
+            inside = [r for r in collected if t0 <= r.start_ns <= t1]
+            holds = [r for r in inside if r.name == T.HOLD_KERNEL_NAME]
+            recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
+            out.cupti_held.append(bool(held and holds))
+            if held and holds:
+                released = max(r.end_ns for r in holds)
+                out.cupti_prerelease.append(sum(1 for r in recs if r.start_ns < released))
             if not recs:
                 out.kernel_sum_ms.append(0.0)
                 out.kernel_span_ms.append(0.0)
