@@ -19,11 +19,13 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from kernelwright.cli import helpstyle
 from kernelwright.cli.common import (
     UsageError, check_selectors, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device,
     write_json,
 )
 
+helpstyle.install()   # help without typer's <bool>/<list[str]> placeholders
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
                   help="Correctness-gated kernel workbench for LLM-serving operators (FlashInfer-Trace compatible).")
 console = Console(width=None if Console().is_terminal else 160)
@@ -111,7 +113,29 @@ def _default_out(device: str) -> Path:
     return Path("kw-results") / f"bench-{device}-{stamp}"
 
 
-@app.command("bench")
+def baselines_epilog() -> str:
+    """The ``bench --help`` epilog: every baseline by key and label (from the manifests)."""
+    from rich.markup import escape
+
+    try:
+        from kernelwright.baselines import catalogue
+
+        entries = catalogue()
+    except Exception as exc:   # a broken manifest must not break --help
+        return f"Baselines: not listed ({type(exc).__name__}: {exc})."
+    short = {b.name: b.short for b in _all_definitions()}
+    lines = [f"  {escape(key)} ({escape(short.get(definition, definition))}): {escape(label)}"
+             for key, label, definition in entries]
+    return "Baselines that --baselines runs, by key (definition): label\n" + "\n".join(lines)
+
+
+def _all_definitions():
+    from kernelwright import definitions
+
+    return definitions.all_builtins()
+
+
+@app.command("bench", epilog=baselines_epilog())
 @one_line_errors
 def bench_cmd(
     definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition name or alias (repeatable); default: the three contest definitions."),
