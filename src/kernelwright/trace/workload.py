@@ -6,7 +6,7 @@ workload-only Trace, one per JSONL line.
 
 from __future__ import annotations
 
-from typing import Annotated, Dict, Literal, Union
+from typing import Annotated, Dict, Literal, Optional, Union
 
 from pydantic import BaseModel, Field
 
@@ -25,11 +25,16 @@ class ScalarInput(BaseModel):
 
 
 class SafetensorsInput(BaseModel):
-    """A tensor loaded from a safetensors file; ``path`` is relative to the TraceSet root."""
+    """A tensor loaded from a safetensors file; ``path`` is relative to the TraceSet root.
+
+    ``sha256`` is kernelwright's addition (flashinfer-bench ignores it on load): the file's
+    SHA-256 as the run found it before any solution ran (``definitions.fixed.pin_workloads``); the
+    gate refuses a file whose content no longer matches.  None in upstream files."""
 
     type: Literal["safetensors"] = "safetensors"
     path: str = Field(min_length=1)
     tensor_key: str = Field(min_length=1)
+    sha256: Optional[str] = None
 
 
 InputSpec = Annotated[Union[RandomInput, SafetensorsInput, ScalarInput], Field(discriminator="type")]
