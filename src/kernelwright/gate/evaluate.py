@@ -22,8 +22,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from kernelwright.definitions.base import BuiltinDefinition
-from kernelwright.gate import fresh, guards, integrity
+from kernelwright.definitions.base import BuiltinDefinition, Tolerance, WorkloadProblem
+from kernelwright.definitions.fixed import fixed_names
+from kernelwright.gate import fresh, guards, integrity, record
 from kernelwright.gate import timing as T
 from kernelwright.gate.checkers import CheckResult, check_outputs
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
@@ -31,6 +32,7 @@ from kernelwright.gate.environment import environment
 from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
 from kernelwright.gate.headline import phase_pairs as headline_phase_pairs
 from kernelwright.gate.session import WorkerSession
+from kernelwright.diagnostics import clip
 from kernelwright.inputs import make_generator, seed_for
 from kernelwright.trace import (
     Correctness, Evaluation, EvaluationStatus, GateReport, KernelRecord, Performance, Trace, Workload,
@@ -59,6 +61,18 @@ class GateConfig:
     # inputs of its timed iterations in advance (red-team case ``predict_inputs``); recorded in each
     # trace's gate notes (``input_nonce``), and a run with the same nonce reproduces the inputs
     nonce: str = field(default_factory=lambda: os.urandom(8).hex())
+    # --atol / --rtol / --required-matched-ratio: each one set replaces that term of every
+    # definition's tolerance (recorded in every trace; a looser one marks the table row)
+    atol: Optional[float] = None
+    rtol: Optional[float] = None
+    required_matched_ratio: Optional[float] = None
+
+    def tolerance_for(self, default: "Tolerance") -> "Tolerance":
+        """``default`` (a definition's tolerance) with this run's overrides applied."""
+        import dataclasses
+
+        terms = {k: getattr(self, k) for k in ("atol", "rtol", "required_matched_ratio") if getattr(self, k) is not None}
+        return dataclasses.replace(default, **terms) if terms else default
 
     @classmethod
     def preset(cls, device: str, quick: bool = False, **overrides: Any) -> "GateConfig":
@@ -97,6 +111,12 @@ class WorkloadContext:
     """Parent-side state for one workload, shared by every solution evaluated on it."""
 
     def __init__(self, builtin: BuiltinDefinition, workload: Workload, cfg: GateConfig):
+        self.default_tolerance = builtin.tolerance
+        judged = cfg.tolerance_for(builtin.tolerance)
+        if judged != builtin.tolerance:
+            import dataclasses
+
+            builtin = dataclasses.replace(builtin, tolerance=judged)
         self.builtin = builtin
         self.workload = workload
         self.cfg = cfg
@@ -107,7 +127,10 @@ class WorkloadContext:
                             _torch_name(s.dtype)) for n, s in self.definition.inputs.items()]
         self.output_meta = [(n, list(self.definition.shape_of(n, workload.axes)), _torch_name(s.dtype))
                             for n, s in self.definition.outputs.items()]
+        # safetensors inputs: the same tensor in every trial and iteration (definitions/fixed.py)
+        self.fixed = fixed_names(workload)
         self._trials: Optional[List[Trial]] = None
+        self._problem: Optional[WorkloadProblem] = None
         self._sample_refs: Dict[int, Trial] = {}
         self._ref_latency: Optional[float] = None
         self._roofline = None
@@ -130,7 +153,8 @@ class WorkloadContext:
             seeds = self.timing_seeds[t]
             specs, twin = (fresh.plan_trial(seeds, cfg.warmup, self.nsets, self.input_meta,
                                             builtin.tolerance.required_matched_ratio, rng,
-                                            seed_for(*base, "twin", t)) if cfg.guards and k else (list(seeds), None))
+                                            seed_for(*base, "twin", t), fixed=self.fixed)
+                           if cfg.guards and k else (list(seeds), None))
             forced = {} if twin is None else {twin: 0}
             self.timing_specs.append(specs)
             self.twins.append(twin)
@@ -153,6 +177,29 @@ class WorkloadContext:
                                                    "trial", t))
                             for t in range(self.cfg.trials)]
         return self._trials
+
+    def fresh_note(self) -> Optional[str]:
+        """What fresh inputs per iteration could not vary here (None without fixed inputs): the
+        workload's safetensors inputs stay fixed, as in flashinfer-bench; without any random
+        floating-point input left there is no twin."""
+        if not self.fixed:
+            return None
+        note = f"{', '.join(self.fixed)} fixed by the workload (safetensors): the same in every trial and iteration"
+        if fresh.twin_target(self.input_meta, self.fixed) is None:
+            note += ("; no random floating-point input is left, so no twin: an output cache keyed on the "
+                     "inputs cannot be told apart")
+        return note
+
+    def problem(self) -> Optional[WorkloadProblem]:
+        """Why this workload cannot be evaluated (a missing blob or tensor key, a shape or dtype
+        other than the definition's, a constraint the inputs break, a reference that raises), or
+        None.  Found by preparing the trials, once per workload, before any worker is asked."""
+        if self._problem is None and self._trials is None:
+            try:
+                self.trials
+            except WorkloadProblem as exc:
+                self._problem = exc
+        return self._problem
 
     def inputs_of(self, spec) -> Dict[str, Any]:
         """The inputs of a timed iteration's spec (``fresh.expand``), generated here."""
@@ -202,6 +249,9 @@ class WorkloadContext:
         return self._ref_latency
 
     def roofline(self):
+        """The mean roofline work over the trials, or None when the definition has no model."""
+        if self.builtin.roofline is None:
+            return None
         if self._roofline is None:
             from kernelwright.definitions.base import RooflineWork
 
@@ -244,6 +294,12 @@ def _trace(ctx: WorkloadContext, run: SolutionRun, status: EvaluationStatus, log
     gate.warnings = list(dict.fromkeys(run.warnings + gate.warnings))
     if ctx.cfg.split == "hidden" and status != EvaluationStatus.PASSED and guards.HIDDEN_SPLIT_FAILED not in gate.reasons:
         gate.reasons.append(guards.HIDDEN_SPLIT_FAILED)
+    # how it was judged, also where flashinfer-bench's loader keeps it (gate/record.py)
+    judged = record.judged_by(ctx.builtin, ctx.default_tolerance, ctx.cfg.guards, ctx.cfg.split, gate.suspicious,
+                              gate.reasons)
+    if correctness is not None:
+        correctness = correctness.model_copy(update={"extra": {**(correctness.extra or {}), record.EXTRA_KEY: judged}})
+    log = record.log_line(judged) + "\n" + log
     evaluation = Evaluation(status=status, environment=environment(ctx.cfg.device), timestamp=_now(),
                             log=log[-5_000_000:], correctness=correctness, performance=performance, gate=gate)
     return Trace(definition=ctx.definition.name, workload=ctx.workload, solution=run.session.solution.name,
@@ -255,12 +311,14 @@ def _failed(ctx, run, reply: Dict[str, Any], gate: Optional[GateReport] = None) 
     reason = reply.get("reason") or reply.get("status")
     if reason:
         gate.reasons.append(reason)
+    gate.detail = clip(str(reply.get("line") or _first_line(str(reply.get("error", "")))), DETAIL_WIDTH)
     status = EvaluationStatus(reply.get("status", "RUNTIME_ERROR"))
     return _trace(ctx, run, status, log=str(reply.get("error", "")) + "\n" + run.session.new_log(), gate=gate)
 
 
 def _rejected(ctx, run, reason: str, message: str, gate: GateReport, check: Optional[CheckResult] = None) -> Trace:
     gate.reasons.append(reason)
+    gate.detail = clip(message, DETAIL_WIDTH)
     if check is not None and check.status == EvaluationStatus.INCORRECT_NUMERICAL:
         corr = Correctness(max_absolute_error=_nn(check.max_absolute_error), max_relative_error=_nn(check.max_relative_error),
                            extra={"matched_ratio": check.matched_ratio, "reason": reason})
@@ -268,6 +326,21 @@ def _rejected(ctx, run, reason: str, message: str, gate: GateReport, check: Opti
                       correctness=corr, gate=gate)
     status = check.status if check is not None and check.status != EvaluationStatus.PASSED else EvaluationStatus.RUNTIME_ERROR
     return _trace(ctx, run, status, log=message + "\n" + run.session.new_log(), gate=gate)
+
+
+DETAIL_WIDTH = 400   # characters of GateReport.detail (one line, cut at a word boundary)
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def _workload_failed(ctx, run, problem: WorkloadProblem) -> Trace:
+    """The trace of a workload the parent could not prepare (reason WORKLOAD_INPUT or
+    REFERENCE_FAILED, status RUNTIME_ERROR): no worker was asked."""
+    gate = GateReport(reasons=[problem.reason], detail=clip(str(problem), DETAIL_WIDTH))
+    return _trace(ctx, run, EvaluationStatus.RUNTIME_ERROR, log=str(problem), gate=gate)
 
 
 def _constant_reference(expected: Dict[str, torch.Tensor]) -> bool:
@@ -448,7 +521,14 @@ class _TimingConversation:
 def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
     """Judge one solution on one workload.  Never raises for anything the solution does."""
     watch = _Watch(run)
-    trace, measured = _evaluate(run, ctx, watch)
+    problem = ctx.problem()
+    if problem is not None:
+        return _workload_failed(ctx, run, problem)
+    try:
+        trace, measured = _evaluate(run, ctx, watch)
+    except WorkloadProblem as exc:   # the parent's own preparation failed mid-way (a sampled iteration)
+        run.session.kill()           # out of step with the worker: the next workload starts a fresh one
+        return _workload_failed(ctx, run, exc)
     return watch.finish(trace, measured)
 
 
@@ -562,6 +642,11 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     kernels: Dict[str, List[float]] = {}
     launches: Dict[str, List[float]] = {}
     notes: Dict[str, Any] = {"input_nonce": cfg.nonce}
+    fixed_note = ctx.fresh_note()
+    if fixed_note:
+        notes["fixed_inputs"] = fixed_note
+        if ctx.twins and all(t is None for t in ctx.twins) and cfg.guards:
+            gate.warnings.append(f"FIXED_INPUTS: {fixed_note}")
     phase_pairs: Tuple[List[float], ...] = ()
     for t in range(cfg.trials):
         specs = ctx.timing_specs[t] if cfg.guards else [ctx.timing_seeds[t][0]] * len(ctx.timing_seeds[t])
@@ -569,7 +654,8 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
         msg = _time_message(ctx, len(specs), graph_iterations=len(ctx.graph_seeds) if with_graph else 0,
                             cupti_iters=cfg.cupti_iterations if t == 0 else 0, profile_kernels=t == 0)
         talk = _TimingConversation(ctx, t, sets, specs, with_graph)
-        reply = watch.request(msg, session.timeouts.time_s, on_step=talk)
+        reply = watch.request(msg, session.timeouts.timing_op_s(msg["iterations"] + msg["graph_iterations"]
+                                                                + msg["cupti_iters"] + 1), on_step=talk)
         bad = files_changed()
         if bad:
             return bad, None
@@ -740,7 +826,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                              "with every Triton launch skipped, the call still produced the right outputs: "
                              "the work ran outside the solution's kernels", gate), perf
         # a crash or an exception here decides nothing: an honest solution may fail without its kernels
-    ceilings = ceilings_for_run(ctx.device)
+    ceilings = ceilings_for_run(ctx.device) if ctx.builtin.roofline is not None else None
     if ceilings is not None:
         work = ctx.roofline()
         floor_ms = work.floor_s(ceilings["measured"]) * 1e3
@@ -782,7 +868,7 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
     for t in range(ctx.cfg.trials):
         specs = ctx.timing_seeds[t]
         talk = _TimingConversation(ctx, t, sets, specs, with_graph=False, sample=False)
-        reply = session.request(_time_message(ctx, len(specs)), session.timeouts.time_s, on_step=talk)
+        reply = session.request(_time_message(ctx, len(specs)), session.timeouts.timing_op_s(len(specs)), on_step=talk)
         if not reply.get("ok") or talk.violations or talk.done != len(specs) - 1:
             return None
         medians.append(statistics.median(reply["samples"]["latency_ms"]))

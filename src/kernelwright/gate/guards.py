@@ -44,6 +44,8 @@ DEVICE_GRAPH_MISMATCH = "DEVICE_GRAPH_MISMATCH"  # device time far below the gra
 WORKER_CRASHED = "WORKER_CRASHED"
 EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
+WORKLOAD_INPUT = "WORKLOAD_INPUT"            # the parent could not prepare a workload's inputs (definitions/fixed.py)
+REFERENCE_FAILED = "REFERENCE_FAILED"        # the definition's reference raised on a workload's inputs
 
 # -- thresholds of the clock guards (docs/gate.md, section 2) ----------------------------------
 # UNMEASURED_WORK: the device-synchronised wall clock, less an empty measurement, may exceed the
@@ -92,7 +94,10 @@ REASONS = {
     HIDDEN_SPLIT_FAILED: "fails on the held-out (hidden) workloads",
     WORKER_CRASHED: "the worker process died",
     EXCEPTION: "the solution raised",
-    TIMEOUT: "no reply within the time limit",
+    TIMEOUT: "no reply within the time limit (a call past the per-call limit, --timeout)",
+    WORKLOAD_INPUT: "a workload's input could not be had as the definition says (a missing safetensors file or "
+                    "tensor key, another shape or dtype, a broken constraint, a blob changed during the run)",
+    REFERENCE_FAILED: "the definition's reference raised on the workload's inputs",
     "BUILD_FAILED": "the solution did not import/compile",
 }
 
@@ -476,7 +481,8 @@ def protected_roots(out_dir=None) -> List[str]:
 
 
 def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
-    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots``, except the files
+    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots`` (a root may be a
+    single file), except the files
     ``exclude`` and everything under ``exclude_dirs`` (the run's worker logs: every worker may
     write its own log at any time, so a change there says nothing about the solution being
     judged).  ctime cannot be set from user space, so an edit that restores the mtime still shows."""
@@ -486,6 +492,10 @@ def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
     for root in roots:
         if not os.path.exists(root):
             found[root] = ("absent",)
+            continue
+        if not os.path.isdir(root):   # a single protected file (a definition JSON, a workload's blob)
+            st = os.lstat(root)
+            found[root] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             continue
         for dirpath, dirnames, filenames in os.walk(root):
             if os.path.abspath(dirpath) in skip_dirs:

@@ -13,6 +13,7 @@ without ``KERNELWRIGHT_HIDDEN_SALT`` in its environment.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import tempfile
@@ -33,13 +34,35 @@ _SPAWN_LOCK = threading.Lock()
 
 @dataclass
 class Timeouts:
-    """Seconds allowed per message (``load`` includes importing and building the solution)."""
+    """Seconds allowed per message (``load`` includes importing and building the solution).
+
+    ``step_s`` (None by default): the per-call limit inside a timing op as well -- the longest
+    wait for the worker's next message (each timed iteration exchanges two: its spec, its end),
+    so a call that hangs in the timed loop fails after ``step_s`` rather than after the whole op's
+    ``time_s``.  ``per_call(seconds)`` is what ``--timeout`` sets."""
 
     start_s: float = 180.0
     load_s: float = 900.0
     alloc_s: float = 120.0
     call_s: float = 300.0
     time_s: float = 600.0
+    step_s: Optional[float] = None
+
+    @classmethod
+    def per_call(cls, seconds: Optional[float]) -> Optional["Timeouts"]:
+        """The limits of ``--timeout SECONDS``: every call of the solution, in the correctness
+        trials and in each timed iteration, may take at most ``seconds``; None keeps the defaults
+        (``call_s`` 300 s, a timing op ``time_s`` 600 s in all)."""
+        if seconds is None:
+            return None
+        return cls(call_s=float(seconds), step_s=float(seconds))
+
+    def timing_op_s(self, calls: int) -> float:
+        """The whole limit of a timing op of ``calls`` calls: ``time_s``, or with a per-call limit
+        at least one ``step_s`` per call and one more (slow honest calls are not cut short)."""
+        if self.step_s is None:
+            return self.time_s
+        return max(self.time_s, self.step_s * (calls + 1))
 
 
 class WorkerSession:
@@ -179,12 +202,19 @@ class WorkerSession:
 
     def _wait(self, timeout_s: float, on_step=None) -> Dict[str, Any]:
         deadline = time.monotonic() + timeout_s
+        step_s = self.timeouts.step_s if on_step is not None else None
+        idle_deadline = time.monotonic() + step_s if step_s else math.inf
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = min(deadline, idle_deadline) - now
             if remaining <= 0:
                 self.kill()
-                return {"ok": False, "status": "TIMEOUT", "reason": "TIMEOUT",
-                        "error": f"no reply within {timeout_s:.0f} s\n" + self.log_tail()}
+                if idle_deadline < deadline:
+                    why = f"a call ran past the per-call limit of {step_s:g} s (--timeout)"
+                else:
+                    why = f"no reply within {timeout_s:g} s" + (" (--timeout)" if self.timeouts.step_s else "")
+                return {"ok": False, "status": "TIMEOUT", "reason": "TIMEOUT", "line": why,
+                        "error": why + "\n" + self.log_tail()}
             try:
                 if self.conn.poll(min(remaining, 1.0)):
                     reply = wire.safe_recv(self.conn, self._peer)   # never conn.recv(): see gate/wire.py
@@ -196,6 +226,8 @@ class WorkerSession:
                             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
                                     "error": f"an exchange step outside a timing op: {str(reply)[:200]}"}
                         self.conn.send(on_step(reply))
+                        if step_s:
+                            idle_deadline = time.monotonic() + step_s
                         continue
                     return reply
             except wire.ForbiddenGlobal as exc:
