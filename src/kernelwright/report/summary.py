@@ -23,10 +23,18 @@ def _mean(xs: List[float]) -> Optional[float]:
     return float(statistics.mean(xs)) if xs else None
 
 
-def _last_line(log: str, width: int = 160) -> str:
-    """The most telling line of an evaluation log: the last non-empty one (an exception's message)."""
-    lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("USDT:")]
-    return lines[-1][:width] if lines else ""
+def _last_line(log: str) -> str:
+    """The most telling line of an evaluation log: the last non-empty one (an exception's message),
+    whole (tables print it beneath themselves, wrapped, never cut)."""
+    lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith(("USDT:", "[kernelwright]"))]
+    return lines[-1] if lines else ""
+
+
+def failure_detail(trace: Trace) -> str:
+    """The one line that says why a trace failed: the gate's ``detail`` (file and line of an
+    error, a worker's exit code, a guard's finding), else the log's last line."""
+    gate = trace.evaluation.gate
+    return (gate.detail if gate is not None and gate.detail else None) or _last_line(trace.evaluation.log)
 
 
 def _regime_stats(traces: List[Trace]) -> Dict[str, Any]:
@@ -83,7 +91,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
             trusted = [t for t in passed if t.trusted_pass]
             failed = [{"workload": u, "status": t.evaluation.status.value,
                        "reasons": t.evaluation.gate.reasons if t.evaluation.gate else [],
-                       "detail": _last_line(t.evaluation.log)}
+                       "detail": failure_detail(t)}
                       for u, t in per.items() if not t.trusted_pass]
             stats = {}
             for r in order:
