@@ -24,7 +24,7 @@ import torch
 
 from kernelwright.definitions.base import BuiltinDefinition, Tolerance, WorkloadProblem
 from kernelwright.definitions.fixed import fixed_names
-from kernelwright.gate import fresh, guards, integrity, record
+from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.checkers import CheckResult, check_outputs
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
@@ -33,6 +33,7 @@ from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_
 from kernelwright.gate.headline import phase_pairs as headline_phase_pairs
 from kernelwright.gate.session import WorkerSession
 from kernelwright.diagnostics import clip
+from kernelwright.trace import record
 from kernelwright.inputs import make_generator, seed_for
 from kernelwright.trace import (
     Correctness, Evaluation, EvaluationStatus, GateReport, KernelRecord, Performance, Trace, Workload,
@@ -294,9 +295,12 @@ def _trace(ctx: WorkloadContext, run: SolutionRun, status: EvaluationStatus, log
     gate.warnings = list(dict.fromkeys(run.warnings + gate.warnings))
     if ctx.cfg.split == "hidden" and status != EvaluationStatus.PASSED and guards.HIDDEN_SPLIT_FAILED not in gate.reasons:
         gate.reasons.append(guards.HIDDEN_SPLIT_FAILED)
-    # how it was judged, also where flashinfer-bench's loader keeps it (gate/record.py)
-    judged = record.judged_by(ctx.builtin, ctx.default_tolerance, ctx.cfg.guards, ctx.cfg.split, gate.suspicious,
-                              gate.reasons)
+    # how it was judged, also where flashinfer-bench's loader keeps it (trace/record.py)
+    b = ctx.builtin
+    judged = record.judged_by(b.checker, record.tolerance_dict(b.tolerance), record.tolerance_dict(ctx.default_tolerance),
+                              {"name": b.name, "origin": b.origin,
+                               "locator": None if b.origin == "builtin" and b.blob_root is None else b.locator},
+                              ctx.cfg.guards, ctx.cfg.split, gate.suspicious, gate.reasons)
     if correctness is not None:
         correctness = correctness.model_copy(update={"extra": {**(correctness.extra or {}), record.EXTRA_KEY: judged}})
     log = record.log_line(judged) + "\n" + log
@@ -429,11 +433,14 @@ class _Watch:
             gate.notes["measured_latency_ms"] = perf.latency_ms
             gate.notes["measured_latency_samples_ms"] = perf.latency_samples_ms
         message = f"replaced in the worker: {(self.timer + self.other)[:12]}\n"
+        gate.detail = clip(message, DETAIL_WIDTH)
+        head, sep, rest = ev.log.partition("\n")
+        log = head + sep + message + rest if head.startswith(record.LOG_PREFIX) else message + ev.log
         if ev.status == EvaluationStatus.PASSED:
             ev = Evaluation(status=EvaluationStatus.RUNTIME_ERROR, environment=ev.environment, timestamp=ev.timestamp,
-                            log=message + ev.log, gate=gate)
+                            log=log, gate=gate)
         else:
-            ev = ev.model_copy(update={"gate": gate, "log": message + ev.log})
+            ev = ev.model_copy(update={"gate": gate, "log": log})
         return trace.model_copy(update={"evaluation": ev})
 
 

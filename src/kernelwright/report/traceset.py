@@ -113,7 +113,7 @@ def _results_solutions(results: Path, traces: Dict[str, List[Trace]]) -> Dict[st
 
 def _blob_root(traces: List[Trace]) -> Optional[Path]:
     """The root the run read safetensors from (the ``|blobs=`` part of the recorded locator)."""
-    from kernelwright.gate import record
+    from kernelwright.trace import record
 
     for t in traces:
         rec = record.read(t) or {}

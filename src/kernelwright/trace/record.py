@@ -1,5 +1,7 @@
 """What a trace says about how it was judged, in fields that survive an upstream round trip.
 
+(Built by the gate, ``gate/evaluate.py``; read by the reports and by anyone holding a trace.)
+
 flashinfer-bench's loader keeps ``evaluation.log`` (a string) and ``correctness.extra`` (a dict)
 but drops kernelwright's ``evaluation.gate`` block.  So every trace also carries the verdict's
 terms there:
@@ -29,32 +31,28 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Optional
 
-from kernelwright.definitions.base import Tolerance
-
 LOG_PREFIX = "[kernelwright] "
 EXTRA_KEY = "kernelwright"
 
 
-def tolerance_dict(tol: Tolerance) -> Dict[str, float]:
+def tolerance_dict(tol) -> Dict[str, float]:
+    """{atol, rtol, required_matched_ratio} of a ``definitions.Tolerance`` (or anything with them)."""
     return {"atol": tol.atol, "rtol": tol.rtol, "required_matched_ratio": tol.required_matched_ratio}
 
 
-def looser(tol: Tolerance, default: Tolerance) -> bool:
+def looser(tol: Dict[str, float], default: Dict[str, float]) -> bool:
     """Whether any term of ``tol`` lets through more than ``default`` does."""
-    return (tol.atol > default.atol or tol.rtol > default.rtol
-            or tol.required_matched_ratio < default.required_matched_ratio)
+    return (tol["atol"] > default["atol"] or tol["rtol"] > default["rtol"]
+            or tol["required_matched_ratio"] < default["required_matched_ratio"])
 
 
-def judged_by(builtin, default: Tolerance, guards_on: bool, split: str, suspicious: bool,
-              reasons) -> Dict[str, Any]:
-    """The record of one trace (see the module docstring); ``builtin`` is the definition the
-    verdict used (its tolerance already overridden), ``default`` the definition's own tolerance."""
-    origin = builtin.origin
-    return {"checker": builtin.checker, "tolerance": tolerance_dict(builtin.tolerance),
-            "default_tolerance": tolerance_dict(default), "looser": looser(builtin.tolerance, default),
-            "definition": {"name": builtin.name, "origin": origin,
-                           "locator": None if origin == "builtin" and builtin.blob_root is None else builtin.locator},
-            "guards": bool(guards_on), "split": split, "suspicious": bool(suspicious), "reasons": list(reasons)}
+def judged_by(checker: str, tolerance: Dict[str, float], default: Dict[str, float], definition: Dict[str, Any],
+              guards_on: bool, split: str, suspicious: bool, reasons) -> Dict[str, Any]:
+    """The record of one trace (see the module docstring): ``tolerance`` the verdict used,
+    ``default`` the definition's own, ``definition`` {name, origin, locator}."""
+    return {"checker": checker, "tolerance": dict(tolerance), "default_tolerance": dict(default),
+            "looser": looser(tolerance, default), "definition": dict(definition), "guards": bool(guards_on),
+            "split": split, "suspicious": bool(suspicious), "reasons": list(reasons)}
 
 
 def log_line(record: Dict[str, Any]) -> str:
