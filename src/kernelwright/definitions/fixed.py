@@ -16,7 +16,7 @@ a file that changed since the run pinned it.
 Pinning: ``pin_workloads`` records each file's SHA-256 in the workload (``SafetensorsInput.sha256``)
 before any solution runs; loading checks it, so a solution that rewrites a blob (to make the
 problem easier for itself) cannot change what the trusted parent computes its references on.
-Each process loads a file once (a per-process cache) and hands out copies.
+Each definition object loads a file once (its own cache) and hands out copies.
 """
 
 from __future__ import annotations
@@ -84,17 +84,26 @@ def referenced_files(workloads: Iterable[Workload], root: Optional[Path]) -> Lis
     return sorted({str(blob_path(w.inputs[n], root).resolve()) for w in workloads for n in fixed_names(w)})
 
 
-_cache: Dict[Tuple[str, str, Optional[str]], torch.Tensor] = {}
+Cache = Dict[Tuple[str, str, Optional[str]], torch.Tensor]
 
 
-def _load_tensor(path: Path, key: str, sha256: Optional[str], shown: str) -> torch.Tensor:
-    """The CPU tensor ``key`` of a safetensors file (cached per process; ``shown``: the file as
-    the messages name it).  Raises WorkloadInputError."""
+def _load_tensor(path: Path, key: str, sha256: Optional[str], shown: str, cache: Cache) -> torch.Tensor:
+    """The CPU tensor ``key`` of a safetensors file (``cache``: what this definition object loaded
+    already; ``shown``: the file as the messages name it).  Raises WorkloadInputError.
+
+    In the worker this runs between timed iterations, where a solution's code must not run: the
+    cache is the definition object's own plain dict (never a module global another module could
+    replace), and only plain tensors come out of it (``type(...) is``, so no subclass hook runs)."""
     from safetensors import SafetensorError, safe_open
 
-    cache_key = (str(path), key, sha256)
-    if cache_key in _cache:
-        return _cache[cache_key]
+    if type(cache) is not dict:
+        raise WorkloadInputError(f"{shown}: the fixed-input cache was replaced")
+    cache_key = (str(path), str(key), sha256)
+    if cache_key in cache:
+        found = cache[cache_key]
+        if type(found) is not torch.Tensor:
+            raise WorkloadInputError(f"{shown}: the fixed-input cache holds a {type(found).__name__}")
+        return found
     if not path.is_file():
         raise WorkloadInputError(f"{shown}: safetensors file not found")
     if sha256 is not None and file_sha256(path) != sha256:
@@ -108,14 +117,18 @@ def _load_tensor(path: Path, key: str, sha256: Optional[str], shown: str) -> tor
             tensor = fh.get_tensor(key)
     except SafetensorError as exc:
         raise WorkloadInputError(f"{shown}: not a readable safetensors file ({exc})") from exc
-    _cache[cache_key] = tensor
+    if type(tensor) is not torch.Tensor:
+        raise WorkloadInputError(f"{shown}: safetensors returned a {type(tensor).__name__}")
+    cache[cache_key] = tensor
     return tensor
 
 
 def load_fixed(definition: Definition, workload: Workload, root: Optional[Path],
-               device: torch.device) -> Dict[str, torch.Tensor]:
+               device: torch.device, cache: Optional[Cache] = None) -> Dict[str, torch.Tensor]:
     """Every safetensors input of ``workload`` as a fresh copy on ``device``, checked against the
-    definition's shape (for this workload's axes) and dtype.  Raises WorkloadInputError."""
+    definition's shape (for this workload's axes) and dtype; ``cache`` keeps each file's tensors
+    for the next call (one per definition object).  Raises WorkloadInputError."""
+    cache = {} if cache is None else cache
     out: Dict[str, torch.Tensor] = {}
     for name in fixed_names(workload):
         spec = workload.inputs[name]
@@ -124,7 +137,7 @@ def load_fixed(definition: Definition, workload: Workload, root: Optional[Path],
         path = blob_path(spec, root)
         shown = f"input {name!r} of workload {workload.uuid}: {spec.path}" + (
             f" (under {root})" if root is not None and not Path(spec.path).is_absolute() else "")
-        tensor = _load_tensor(path, spec.tensor_key, spec.sha256, shown)
+        tensor = _load_tensor(path, spec.tensor_key, spec.sha256, shown, cache)
         want_shape = definition.shape_of(name, workload.axes)
         want_dtype = torch_dtype(definition.inputs[name].dtype)
         if want_shape is None:
@@ -135,7 +148,8 @@ def load_fixed(definition: Definition, workload: Workload, root: Optional[Path],
         if tensor.dtype != want_dtype:
             raise WorkloadInputError(f"{shown}: tensor {spec.tensor_key!r} is {tensor.dtype}, "
                                      f"the definition wants {want_dtype}")
-        out[name] = tensor.to(device=device, copy=True)
+        with torch._C.DisableTorchFunctionSubclass():
+            out[name] = torch.Tensor.to(tensor, device=device, copy=True)
     return out
 
 
@@ -148,12 +162,13 @@ def with_fixed_inputs(builtin, root: Optional[Path]):
         raise ValueError(f"{builtin.name}: fixed inputs are wrapped already")
     root = Path(root).resolve() if root is not None else None
     inner = builtin.make_inputs
+    cache: Cache = {}
 
     def make_inputs(definition: Definition, workload: Workload, gen: torch.Generator,
                     device: torch.device) -> Dict[str, Any]:
         values = inner(definition, workload, gen, device)
         if fixed_names(workload):
-            values.update(load_fixed(definition, workload, root, device))
+            values.update(load_fixed(definition, workload, root, device, cache))
         return values
 
     return dataclasses.replace(builtin, make_inputs=make_inputs, blob_root=str(root) if root else "",

@@ -275,13 +275,15 @@ class InputMaker:
 
     def __init__(self, blob_root: Optional[str]):
         self.blob_root = blob_root
+        self._cache: dict = {}
 
     def __call__(self, definition: Definition, workload: Workload, gen: torch.Generator,
                  device: torch.device) -> Dict[str, Any]:
         from kernelwright.definitions import fixed
 
         values = draw_inputs(definition, workload, gen, device)
-        values.update(fixed.load_fixed(definition, workload, Path(self.blob_root) if self.blob_root else None, device))
+        values.update(fixed.load_fixed(definition, workload, Path(self.blob_root) if self.blob_root else None, device,
+                                       self._cache))
         failed = failed_constraints(definition, workload, values)
         if failed:
             raise fixed.WorkloadInputError(f"workload {workload.uuid}: the inputs break the definition's "

@@ -35,6 +35,9 @@ _MODULES = (
     # the definitions whose make_inputs the worker calls between timed iterations (red-team pass of
     # 2026-11-30: a hook on a definition's make_inputs did the work while the inputs were written)
     "kernelwright.definitions", "kernelwright.definitions.base",
+    # definitions from FlashInfer-Bench files: their input synthesis and fixed (safetensors) inputs
+    # run in the worker between timed iterations too; diagnostics words the solution's errors
+    "kernelwright.definitions.generic", "kernelwright.definitions.fixed", "kernelwright.diagnostics",
 )
 
 # aten operators the harness runs on its own tensors between timed iterations (poisoning, input
@@ -128,7 +131,7 @@ def capture(harness: Any = None) -> Snapshot:
         entries += _entries_of(mod_name, mod, list(vars(mod)))
         for name, value in list(vars(mod).items()):
             # classes defined by the gate modules themselves (Harness, L2Flusher, ...)
-            if isinstance(value, type) and mod_name.startswith("kernelwright.gate") and \
+            if isinstance(value, type) and mod_name.startswith(("kernelwright.gate", "kernelwright.definitions")) and \
                     getattr(value, "__module__", "") == mod_name:
                 entries += _class_entries(f"{mod_name}.{name}", value)
                 classes[f"{mod_name}.{name}"] = (value, frozenset(value.__dict__))

@@ -239,12 +239,17 @@ class WorkerSession:
             except Exception as exc:  # unpicklable reply etc.
                 return self._crashed(f"bad reply: {type(exc).__name__}: {exc}")
             if not self.proc.is_alive():
-                return self._crashed(f"exit code {self.proc.exitcode}")
+                return self._crashed("it exited")
 
     def _crashed(self, why: str) -> Dict[str, Any]:
+        code = None
+        if self.proc is not None:
+            self.proc.join(2)            # a worker that died is gone at once; give its exit status a moment
+            code = self.proc.exitcode
         self.kill()
-        return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
-                "error": f"worker died ({why})\n" + self.log_tail()}
+        line = f"worker died ({why}; {describe_exit(code)})"
+        return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED, "line": line,
+                "error": line + "\n" + self.log_tail()}
 
     def kill(self) -> None:
         self.resume()
@@ -279,6 +284,20 @@ class WorkerSession:
             data = fh.read()
         self._log_offset += len(data)
         return data[-limit:].decode(errors="replace")
+
+
+def describe_exit(code: Optional[int]) -> str:
+    """``exit code 3``, ``killed by signal 11 (SIGSEGV)``, or ``still running`` for a worker the
+    gate had to kill (None)."""
+    if code is None:
+        return "still running: killed by the gate"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code} ({name})"
+    return f"exit code {code}"
 
 
 def focus(sessions, current: "WorkerSession") -> None:

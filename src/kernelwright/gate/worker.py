@@ -72,11 +72,12 @@ def guard_plain_tensors(tensors: List[torch.Tensor], what: str) -> None:
 
 
 class SolutionError(Exception):
-    """The solution misbehaved; ``status`` and ``reason`` say how."""
+    """The solution misbehaved; ``status`` and ``reason`` say how, ``line`` (optional) in one line
+    naming the solution's own file and line."""
 
-    def __init__(self, status: str, reason: str, message: str):
+    def __init__(self, status: str, reason: str, message: str, line: Optional[str] = None):
         super().__init__(message)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.line = status, reason, line
 
 
 def _raw_pipe(conn):
@@ -268,6 +269,8 @@ class Harness:
                 reply = handler(self, msg)
             except SolutionError as exc:
                 reply = {"ok": False, "status": exc.status, "reason": exc.reason, "error": str(exc)[-4000:]}
+                if exc.line:
+                    reply["line"] = exc.line
             except Exception as exc:  # the harness itself failed on this message
                 reply = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
                          "error": "".join(traceback.format_exception(exc))[-4000:]}
@@ -319,6 +322,9 @@ class Harness:
         root = Path(tempfile.mkdtemp(prefix="kw-solution-"))
         package = f"kwsol_{solution.content_hash()[:12]}"
         solution.write_sources(root / package)
+        # how errors name the solution's files: its own paths (kernel.py), not the temporary copy's
+        # and not the internal package name kwsol_<hash>
+        self._source_names = {f"{root / package}/": "", f"{package}.": "", package: solution.name}
         self.language = solution.spec.language.value
         if self.device.type == "cpu" and self.language == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
             self.count_launches = self.launches.install()
@@ -335,14 +341,22 @@ class Harness:
                 if prep and msg.get("trusted"):
                     self.prepare = getattr(module, prep)
         except Exception as exc:
-            raise SolutionError("COMPILE_ERROR", "BUILD_FAILED",
-                                "".join(traceback.format_exception(exc))[-4000:]) from exc
+            raise self._solution_error("COMPILE_ERROR", "BUILD_FAILED", exc) from exc
         if not callable(self.fn):
             raise SolutionError("COMPILE_ERROR", "BUILD_FAILED", f"entry {solution.spec.entry_point} is not callable")
         self.threads_at_load = guards.native_thread_names()
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "py_threads": threading.active_count(), "py_threads_before": py_before,
                 "threads_before": native_before, "counts_launches": self.count_launches}
+
+    def _solution_error(self, status: str, reason: str, exc: BaseException) -> "SolutionError":
+        """A SolutionError for an exception of the solution's: its traceback with the solution's
+        own file names, and one line (``kernel.py, line 12: SyntaxError: invalid syntax``)."""
+        from kernelwright.diagnostics import exception_line, rename
+
+        names = getattr(self, "_source_names", {})
+        text = rename("".join(traceback.format_exception(exc)), names)[-4000:]
+        return SolutionError(status, reason, text, exception_line(exc, names))
 
     def _build_extension(self, solution, folder: Path, package: str):
         from torch.utils.cpp_extension import load
@@ -474,7 +488,7 @@ class Harness:
             raise
         except Exception as exc:
             status = "COMPILE_ERROR" if "CompilationError" in type(exc).__name__ else "RUNTIME_ERROR"
-            raise SolutionError(status, guards.EXCEPTION, "".join(traceback.format_exception(exc))[-4000:]) from exc
+            raise self._solution_error(status, guards.EXCEPTION, exc) from exc
         self._check_rebound(set_index)
         if not self.dps:
             self._accept_returned(returned, args, outputs)
