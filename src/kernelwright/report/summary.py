@@ -16,7 +16,7 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional
 
 from kernelwright.definitions.base import BuiltinDefinition, is_sweep
-from kernelwright.trace import Trace
+from kernelwright.trace import Trace, record
 
 
 def _mean(xs: List[float]) -> Optional[float]:
@@ -35,6 +35,20 @@ def failure_detail(trace: Trace) -> str:
     error, a worker's exit code, a guard's finding), else the log's last line."""
     gate = trace.evaluation.gate
     return (gate.detail if gate is not None and gate.detail else None) or _last_line(trace.evaluation.log)
+
+
+def judged_by_summary(traces: List[Trace]) -> Optional[Dict[str, Any]]:
+    """How a solution's traces were judged (``trace.record``): the tolerance (the loosest one
+    when they differ), the definition's default, whether it was looser, whether the guards ran on
+    every trace, the definition's origin and locator.  None for traces without a record."""
+    records = [r for r in (record.read(t) for t in traces) if r]
+    if not records:
+        return None
+    loose = [r for r in records if r.get("looser")]
+    shown = loose[0] if loose else records[0]
+    return {"tolerance": shown.get("tolerance"), "default_tolerance": shown.get("default_tolerance"),
+            "looser": bool(loose), "guards": all(r.get("guards", True) for r in records),
+            "checker": shown.get("checker"), "definition": shown.get("definition")}
 
 
 def _regime_stats(traces: List[Trace]) -> Dict[str, Any]:
@@ -122,6 +136,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 c = t.evaluation.performance.clock or "eager"
                 clocks[c] = clocks.get(c, 0) + 1
             solutions[sol] = {
+                "judged_by": judged_by_summary(list(per.values())),
                 "label": roles.get(sol, {}).get("label", sol),
                 "role": roles.get(sol, {}).get("role", "solution"),
                 "workloads": len(per),
@@ -144,7 +159,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
         rows = []
         for u, w in workloads.items():
             row = {"uuid": u, "axes": dict(w.axes), "regime": regime_of[u], "latency_us": {}, "eager_us": {},
-                   "graph_us": {}, "clock": {}, "roofline_fraction": {}, "status": {}, "reasons": {}}
+                   "graph_us": {}, "clock": {}, "roofline_fraction": {}, "status": {}, "reasons": {}, "detail": {}}
             if builtin is not None and builtin.size_axis is not None:
                 row["x"] = float(builtin.size_axis[1](w.axes))
             if builtin is not None and builtin.sweep_series is not None and is_sweep(u):
@@ -156,6 +171,8 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 row["status"][sol] = t.evaluation.status.value + ("*" if t.passed and not t.trusted_pass else "")
                 if t.evaluation.gate and t.evaluation.gate.reasons:
                     row["reasons"][sol] = list(t.evaluation.gate.reasons)
+                if not t.passed:
+                    row["detail"][sol] = failure_detail(t)
                 if t.passed:
                     perf = t.evaluation.performance
                     row["latency_us"][sol] = perf.latency_ms * 1e3
@@ -222,3 +239,20 @@ def with_regime_stats(summary: Dict[str, Any], results) -> Dict[str, Any]:
         return summarize_folder(results)
     except FileNotFoundError:
         return summary
+
+
+def with_failure_details(summary: Dict[str, Any], results) -> Dict[str, Any]:
+    """``summary`` with each failed workload's one-line reason (``detail`` in its rows): a summary
+    written before the field existed gets it from the folder's traces (nothing is written)."""
+    rows = [r for d in summary["definitions"].values() for r in d["workloads"]]
+    if all("detail" in r for r in rows):
+        return summary
+    try:
+        fresh = summarize_folder(results)
+    except FileNotFoundError:
+        return summary
+    for name, d in summary["definitions"].items():
+        by_uuid = {r["uuid"]: r for r in fresh["definitions"].get(name, {}).get("workloads", [])}
+        for r in d["workloads"]:
+            r["detail"] = by_uuid.get(r["uuid"], {}).get("detail", {})
+    return summary
