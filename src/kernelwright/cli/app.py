@@ -267,7 +267,7 @@ def bench_cmd(
     plans = [p for p in plans if p.workloads]
     out = out or _default_out(device)
     result = _run_plans(plans, cfg, out, "bench", timeouts=_timeouts(timeout), pool=pool, ray=ray)
-    _finish(result, plans, cfg, out)
+    _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": timeout})
     _to_trace_sets(receivers, plans, result)
 
 
@@ -346,7 +346,7 @@ def eval_cmd(
     plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit, available=target.workloads),
                        [Candidate(sol, sol.name)])]
     result = _run_plans(plans, cfg, out, "eval", timeouts=_timeouts(timeout))
-    summary = _finish(result, plans, cfg, out)
+    summary = _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": timeout})
     if target.trace_set is not None:
         _to_trace_sets({builtin.name: target.trace_set}, plans, result)
     ok = all(s["all_passed"] for d in summary["definitions"].values() for s in d["solutions"].values())
