@@ -122,6 +122,12 @@ def test_eval_a_non_builtin_definition_then_export_the_results(trace_set, tmp_pa
                                                                     "required_matched_ratio": 1.0}
     assert traces[0].evaluation.gate.roofline_floor_ms is None      # no roofline for a definition file
     assert (trace_set / "solutions" / "gdn" / GDN / "test_gdn_decode_triton.json").is_file()
+    # bench over the TraceSet runs the set's own solutions for the definition and appends again
+    res = _invoke(["bench", "--trace-set", str(trace_set), "-d", GDN, "--no-shipped", "--device", "cpu", "--quick",
+                   "--out", str(tmp_path / "bench")])
+    assert res.exit_code == 0, res.output
+    assert "TraceSet" in res.output and "1 traces, 0 new solution(s)" in " ".join(res.output.split())
+    assert len(load_jsonl(Trace, trace_set / "traces" / "gdn" / f"{GDN}.jsonl")) == 2
     exported = tmp_path / "exported"
     res = _invoke(["export-traceset", str(out), str(exported)])
     assert res.exit_code == 0, res.output
@@ -130,9 +136,9 @@ def test_eval_a_non_builtin_definition_then_export_the_results(trace_set, tmp_pa
     assert len(ts.workloads[GDN]) == 1 and len(ts.traces[GDN]) == 1
     assert (exported / "traces" / "gdn" / f"{GDN}.jsonl").is_file()
     if available():
-        for root in (trace_set, exported):
+        for root, count in ((trace_set, 2), (exported, 1)):
             up = load_with_upstream(root)
-            assert [t["evaluation"]["status"] for t in up["traces"][GDN]] == ["PASSED"]
+            assert [t["evaluation"]["status"] for t in up["traces"][GDN]] == ["PASSED"] * count
             assert up["solutions"][GDN] == ["test_gdn_decode_triton"]
 
 
