@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Dict, Literal, Optional, Union
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 
 class RandomInput(BaseModel):
@@ -35,6 +35,14 @@ class SafetensorsInput(BaseModel):
     path: str = Field(min_length=1)
     tensor_key: str = Field(min_length=1)
     sha256: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _upstream_shape(self, handler):
+        """Without a pin the JSON is exactly upstream's (no ``"sha256": null``)."""
+        data = handler(self)
+        if data.get("sha256") is None:
+            data.pop("sha256", None)
+        return data
 
 
 InputSpec = Annotated[Union[RandomInput, SafetensorsInput, ScalarInput], Field(discriminator="type")]
