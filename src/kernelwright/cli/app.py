@@ -267,12 +267,22 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
 
 @app.command("report")
 @one_line_errors
-def report_cmd(results: Path = typer.Argument(..., help="A results folder with summary.json (from bench or eval)."),
-               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html).")) -> None:
-    """Write an HTML page with latency and roofline plots for a results folder."""
+def report_cmd(results: List[Path] = typer.Argument(..., help="Results folder(s) with summary.json (from bench or eval), or summary.json files."),
+               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html; one results folder only)."),
+               markdown: bool = typer.Option(False, "--markdown", help="Print the README's Markdown results table of every summary given, instead of writing HTML."),
+               regimes: bool = typer.Option(False, "--regimes", help="With --markdown: one row per solution and regime (latency, achieved TB/s and TFLOP/s, × reference).")) -> None:
+    """Write an HTML page with latency and roofline plots for a results folder, or print Markdown tables."""
+    if markdown:
+        from kernelwright.report.markdown import regime_table, results_table, summary_paths
+
+        paths = summary_paths(results)
+        print(regime_table(paths) if regimes else results_table(paths))
+        return
+    if len(results) != 1:
+        raise UsageError("the HTML report takes one results folder (several only with --markdown)")
     from kernelwright.report.html import write_report
 
-    path = write_report(Path(results), out)
+    path = write_report(Path(results[0]), out)
     console.print(f"wrote {path}")
 
 
