@@ -15,6 +15,7 @@ bash ../shared/tools/device-wheels --baselines .whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
   -d .whl "cupti-python>=13.0,<13.1" 2>&1 | grep -v WARNING || true
+bash scripts/fetch-vllm-moe.sh .whl/vllm-extract     # the vLLM Triton MoE baseline's files
 if [ -d .whl/vllm-extract ]; then
   tar cJf .whl/vllm-extract.tar.xz -C .whl vllm-extract && rm -rf .whl/vllm-extract
 fi

@@ -116,7 +116,8 @@ def _default_out(device: str) -> Path:
 def bench_cmd(
     definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition name or alias (repeatable); default: the three contest definitions."),
     solution: Optional[List[Path]] = typer.Option(None, "--solution", "-s", help="Extra solution folder or Solution JSON to include (repeatable)."),
-    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA), interleaved on the same inputs."),
+    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA, vLLM's Triton MoE), interleaved on the same inputs."),
+    baseline_keys: Optional[List[str]] = typer.Option(None, "--baseline", help="Only this baseline (a folder name under kernelwright/baselines, e.g. moe_vllm_triton; repeatable); implies --baselines."),
     no_shipped: bool = typer.Option(False, "--no-shipped", help="Leave out kernelwright's shipped solutions."),
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
@@ -139,6 +140,14 @@ def bench_cmd(
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.solutions import shipped_solutions
 
+    if baseline_keys:
+        from kernelwright.baselines import get_baseline
+
+        try:
+            for key in baseline_keys:
+                get_baseline(key)
+        except KeyError as exc:
+            raise UsageError(f"--baseline: {exc.args[0]}") from None
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     builtins = _builtins(definition, quick, include_demo=bool(definition))
     cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
@@ -155,8 +164,8 @@ def bench_cmd(
                     raise UsageError(f"{path}: solution name {sol.name!r} is already taken by another solution "
                                      "in this run (a shipped one?): give it its own name in manifest.json")
                 cands.append(Candidate(sol, sol.name))
-        if baselines:
-            cands += _baseline_candidates(base_name, device)
+        if baselines or baseline_keys:
+            cands += _baseline_candidates(base_name, device, baseline_keys)
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue
@@ -170,7 +179,9 @@ def bench_cmd(
     _finish(result, plans, cfg, out)
 
 
-def _baseline_candidates(definition_name: str, device: str):
+def _baseline_candidates(definition_name: str, device: str, keys: Optional[List[str]] = None):
+    """The definition's baselines as trusted candidates (only ``keys`` when given), each with its
+    one-line skip reason when it cannot run here."""
     from kernelwright.gate.bench import Candidate
 
     try:
@@ -179,6 +190,8 @@ def _baseline_candidates(definition_name: str, device: str):
         return []
     cands = []
     for entry in all_baselines(definition_name):
+        if keys and entry.key not in keys:
+            continue
         why = entry.availability() if device != "cpu" else "baselines need a CUDA device"
         role = "lower_bound" if entry.kind == "lower_bound" else "baseline"
         cands.append(Candidate(entry.solution, entry.label, role=role, trusted=True, prepare=entry.prepare_symbol,
