@@ -678,12 +678,14 @@ class Harness:
         P = self.prims
         start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
         epoch = self.hold.begin(P.stream)
-        t0 = P.now()
-        P.event_record(start, P.stream)
-        returned = self._call(args, outputs, state) if call is None else call()
-        P.event_record(end, P.stream)
-        t1 = P.now()
-        self.hold.release(epoch)
+        try:
+            t0 = P.now()
+            P.event_record(start, P.stream)
+            returned = self._call(args, outputs, state) if call is None else call()
+            P.event_record(end, P.stream)
+            t1 = P.now()
+        finally:   # a call that raises must not leave the device held until the time limit
+            self.hold.release(epoch)
         P.sync()
         t2 = P.now()
         return returned, {"events": (start, end), "outcome": self.hold.outcome(epoch), "host_s": t1 - t0,
