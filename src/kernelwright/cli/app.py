@@ -306,12 +306,14 @@ app.add_typer(solutions_app, name="solutions")
 @solutions_app.command("list")
 @one_line_errors
 def solutions_list() -> None:
-    """List the shipped solutions."""
-    from kernelwright.solutions import shipped_solutions
+    """List the shipped solutions, then the candidates (CPU-tested, waiting for their H200 measurement)."""
+    from kernelwright.solutions import CANDIDATES_ROOT, candidate_solutions, shipped_solutions
 
     for s in shipped_solutions():
         n = len(s.sources)
         console.print(f"{s.name:40s} {s.definition}  ({s.spec.language.value}, {n} file{'' if n == 1 else 's'})")
+    for s in candidate_solutions():
+        console.print(f"{s.name:40s} {s.definition}  (candidate, not shipped: kernelwright bench -s <its folder in {CANDIDATES_ROOT}>)")
 
 
 @solutions_app.command("export")
