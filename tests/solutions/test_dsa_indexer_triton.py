@@ -1,7 +1,9 @@
 """The Triton DSA top-k indexer solution against our reference, with the gate's top-k check.
 
-CPU: the kernels run under the Triton interpreter (tests/conftest.py) at small page counts.
-GPU (``-m gpu``, run by the lead on the H200): contest sizes and a held-out-like long row.
+CPU: the kernels run under the Triton interpreter (tests/conftest.py) at small page counts; the
+plan (grid, pages per work item, tiles) is forced small so that the multi-program paths run.
+GPU (``-m gpu``, run by the lead on the H200): contest sizes, serving-envelope rows up to 128K
+tokens, and the launch cache.
 """
 
 import importlib
@@ -11,6 +13,7 @@ import torch
 
 from kernelwright.definitions import get as get_definition
 from kernelwright.definitions.dsa_indexer import reference
+from kernelwright.gate.checkers import check_outputs
 from kernelwright.inputs import make_generator
 from kernelwright.solutions import SHIPPED_ROOT, load_solution_folder
 from kernelwright.trace import RandomInput, Workload
@@ -40,15 +43,17 @@ def _run(inputs):
 
 
 def _check(inputs, out, expected):
-    """The gate's topk_indices check: validity, no duplicates, exact count, sorted scores."""
+    """Strict form of the gate's topk_indices check: exactly min(topk, seq_len) valid distinct
+    ids of the row first, -1 after, sorted scores within atol = rtol = 1e-2; then the gate's
+    own checker on the same output."""
     assert out.shape == expected.shape and out.dtype == torch.int32
     q = inputs["q_index_fp8"].to(torch.float32)
     keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
-    out, expected = out.cpu(), expected.cpu()
-    for b in range(out.shape[0]):
+    cpu_out, cpu_expected = out.cpu(), expected.cpu()
+    for b in range(cpu_out.shape[0]):
         seq_len = max(int(inputs["seq_lens"][b]), 0)
         count = min(TOPK, seq_len)
-        row = out[b].to(torch.long)
+        row = cpu_out[b].to(torch.long)
         assert bool((row[count:] == -1).all()), f"row {b}: slots from {count} must be -1"
         got = row[:count]
         assert bool((got >= 0).all()), f"row {b}: {int((got < 0).sum())} invalid ids among the first {count}"
@@ -61,15 +66,32 @@ def _check(inputs, out, expected):
             continue
         weights = inputs["weights"][b].to(torch.float32)
         mine = reference.row_scores(q[b], keys, weights, got.to(keys.device)).sort().values
-        ref = reference.row_scores(q[b], keys, weights, expected[b, :count].to(torch.long).to(keys.device))
+        ref = reference.row_scores(q[b], keys, weights, cpu_expected[b, :count].to(torch.long).to(keys.device))
         torch.testing.assert_close(mine, ref.sort().values, atol=1e-2, rtol=1e-2,
                                    msg=lambda m: f"row {b} (seq_len {seq_len}): {m}")
+    verdict = check_outputs(BUILTIN.checker, {"topk_indices": out}, {"topk_indices": expected},
+                            BUILTIN.tolerance, inputs)
+    assert verdict.passed, verdict.detail
+
+
+def _assert_workspace_clean(device):
+    """Every call leaves the shared per-row counters, cursors and histograms at zero."""
+    key = (torch.device(device).type, torch.device(device).index)
+    for ws in kernel._workspaces.get(key, []):
+        for name in ("hist", "arrive", "cursor"):
+            assert int(getattr(ws, name).abs().sum()) == 0, f"workspace {name} not reset"
 
 
 def _roundtrip(inputs):
     out = _run(inputs)
     _check(inputs, out, BUILTIN.reference(**inputs))
+    _assert_workspace_clean(inputs["q_index_fp8"].device)
     return out
+
+
+def _force_plan(monkeypatch, one_launch, pages_per_item, programs, stripes):
+    plan = kernel._Plan(one_launch, pages_per_item, programs, stripes)
+    monkeypatch.setattr(kernel, "_plan", lambda batch, max_pages, page_size, num_sms: plan)
 
 
 def test_manifest_loads():
@@ -87,14 +109,74 @@ def test_all_selected_fast_path():
     assert bool((out[2] == -1).all())
 
 
+def test_scores_match_reference(monkeypatch):
+    # The scoring kernel's scratch row against the reference scores, token by token (two
+    # programs, items of 2 pages, a partial last page).
+    _force_plan(monkeypatch, False, 2, 2, 2)
+    inputs = _inputs(2, 36, 80, seed=9, device="cpu", seq_lens=[2300, 2113])
+    out = torch.full((2, TOPK), 12345, dtype=torch.int32)
+    scores = kernel._launch(**inputs, topk_indices=out)[0]
+    q = inputs["q_index_fp8"].to(torch.float32)
+    keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
+    for b, seq_len in enumerate((2300, 2113)):
+        ids = reference.row_token_ids(inputs["block_table"][b], seq_len, PS)
+        want = reference.row_scores(q[b], keys, inputs["weights"][b], ids)
+        torch.testing.assert_close(scores[b, :seq_len], want, atol=1e-3, rtol=1e-4)
+    _check(inputs, out, BUILTIN.reference(**inputs))
+
+
 def test_just_above_topk():
     _roundtrip(_inputs(1, 33, 40, seed=2, device="cpu", seq_lens=[2049]))
 
 
 def test_mixed_rows():
-    # Full row, short rows beside long ones, exactly topk, non-multiples of 64, seq_len 1 and 0.
-    inputs = _inputs(7, 36, 260, seed=3, device="cpu", seq_lens=[2304, 100, 2100, 1, 0, 2048, 2250])
+    # Full row, short rows beside long ones, exactly topk and topk + 1, non-multiples of 64,
+    # seq_len 1 and 0 (one launch: rows up to 8192 tokens wide).
+    inputs = _inputs(8, 36, 300, seed=3, device="cpu", seq_lens=[2304, 100, 2100, 1, 0, 2048, 2049, 2250])
     _roundtrip(inputs)
+
+
+@pytest.mark.parametrize("one_launch", [True, False])
+def test_split_schedule(monkeypatch, one_launch):
+    # 3 persistent programs over items of 2 pages (a row spread over several programs, several
+    # items per program), 2 histogram stripes, 1024-token filter tiles (several filter programs
+    # per row), uneven rows: seq_len 1, exactly topk, topk + 1, a partial last page, a full row.
+    _force_plan(monkeypatch, one_launch, 2, 3, 2)
+    monkeypatch.setattr(kernel, "_FILTER_TILE", 1024)
+    monkeypatch.setattr(kernel, "_ONE_LAUNCH_TILE", 1024)
+    inputs = _inputs(6, 64, 400, seed=13, device="cpu", seq_lens=[1, 2048, 2049, 3333, 0, 4096])
+    out = _roundtrip(inputs)
+    assert bool((out[0, 1:] == -1).all()) and bool((out[4] == -1).all())
+
+
+@pytest.mark.parametrize("batch", [1, 5, 9])
+def test_batch_sizes(monkeypatch, batch):
+    # The definition's own seq_lens (uniform below the width, one full row), two launches.
+    _force_plan(monkeypatch, False, 4, 5, 1)
+    _roundtrip(_inputs(batch, 48, batch * 48 + 7, seed=40 + batch, device="cpu"))
+
+
+def test_default_plan_one_launch():
+    # The default plan at a small width (3 rows of up to 64 pages: one launch, 8 programs).
+    assert kernel._plan(3, 64, PS, kernel._CPU_SMS).one_launch
+    _roundtrip(_inputs(3, 64, 200, seed=14, device="cpu", seq_lens=[4096, 2500, 1000]))
+
+
+def test_plan_table():
+    # H200 (132 SMs): serving-envelope and contest widths.
+    resident = 132 * kernel._PROGRAMS_PER_SM
+    for batch in (1, 4, 15, 16, 30, 32, 64):
+        for pages in (33, 40, 91, 128, 129, 256, 512, 1024, 2048):
+            plan = kernel._plan(batch, pages, PS, 132)
+            ppi = plan.pages_per_item
+            assert ppi & (ppi - 1) == 0 and ppi <= kernel._MAX_PAGES_PER_ITEM
+            assert plan.programs == min(resident, batch * -(-pages // ppi))
+            assert ppi == kernel._MAX_PAGES_PER_ITEM or batch * -(-pages // ppi) <= kernel._ITEMS_PER_PROGRAM * resident
+            assert plan.one_launch == (pages <= 128)
+            assert 1 <= plan.stripes <= kernel._MAX_STRIPES
+    assert kernel._plan(1, 2048, PS, 132) == kernel._Plan(False, 4, 512, 4)
+    assert kernel._plan(64, 256, PS, 132) == kernel._Plan(False, 32, 512, 1)
+    assert kernel._plan(30, 91, PS, 132) == kernel._Plan(True, 8, 360, 1)
 
 
 def test_ties_all_zero_scores():
@@ -112,70 +194,55 @@ def test_ties_duplicate_pages_content():
     _roundtrip(inputs)
 
 
-def test_streamed_topk_path(monkeypatch):
-    # The chunked (non-resident) top-k path at small sizes: a normal row, an all-tie row, a
-    # short row.
-    monkeypatch.setattr(kernel, "_RESIDENT_MAX_TOKENS", 1024)
-    monkeypatch.setattr(kernel, "_CHUNK_TOKENS", 512)
-    inputs = _inputs(3, 40, 130, seed=6, device="cpu", seq_lens=[2560, 2113, 900])
-    inputs["weights"][1] = 0.0
+@pytest.mark.parametrize("one_launch", [True, False])
+def test_streamed_candidates_with_ties(monkeypatch, one_launch):
+    # More candidates than the register tile (256): the streamed select.  Row 0: every score
+    # equal; row 1: pages repeating 3 contents, so every score has ~20 exact copies and the
+    # threshold falls inside a group of ties; row 2: plain random scores.
+    _force_plan(monkeypatch, one_launch, 4, 4, 1)
+    monkeypatch.setattr(kernel, "_CAND_TILE", 256)
+    monkeypatch.setattr(kernel, "_ONE_LAUNCH_TILE", 256)
+    monkeypatch.setattr(kernel, "_FILTER_TILE", 512)
+    inputs = _inputs(3, 50, 160, seed=6, device="cpu", seq_lens=[3000, 3200, 2900])
+    inputs["weights"][0] = 0.0
+    cache = inputs["k_index_cache_fp8"]
+    pages = inputs["block_table"][1].to(torch.long)
+    for i in range(3, pages.numel()):
+        cache[pages[i]] = cache[pages[i % 3]].clone()
     _roundtrip(inputs)
 
 
-@pytest.mark.parametrize("target", [40, 4])
-def test_streamed_pages_per_program(monkeypatch, target):
-    # Streamed path with several pages per scoring program (2 and 8), with a partial last
-    # chunk (37 pages).
-    monkeypatch.setattr(kernel, "_RESIDENT_MAX_TOKENS", 1024)
-    monkeypatch.setattr(kernel, "_SCORE_TARGET_PROGRAMS", target)
-    assert kernel._pages_per_prog(2, 37) == (2 if target == 40 else 8)
-    _roundtrip(_inputs(2, 37, 80, seed=10, device="cpu", seq_lens=[2368, 2111]))
+def test_repeated_calls_reuse_workspace(monkeypatch):
+    # The persistent workspace across calls of different shapes and plans (each call must
+    # leave it zeroed for the next).
+    for seed, (one_launch, stripes) in enumerate([(False, 4), (True, 1), (False, 2)]):
+        _force_plan(monkeypatch, one_launch, 2, 3, stripes)
+        _roundtrip(_inputs(2, 34 + seed, 120, seed=30 + seed, device="cpu",
+                           seq_lens=[2176 + seed, 2100]))
 
 
-def test_dispatch_tables():
-    assert [kernel._path(4, t) for t in (4096, 8192, 16384, 32768)] == ["fused", "split", "fused", "streamed"]
-    assert kernel._fused_config(1, 45, 4096) == (2, 1, 8, 1)
-    assert kernel._fused_config(8, 45, 4096) == (2, 1, 8, 1)
-    assert kernel._fused_config(31, 45, 4096) == (2, 2, 8, 1)      # 31 rows x 12 programs
-    assert kernel._fused_config(2, 256, 16384) == (4, 1, 16, 1)
-    for batch in (1, 7, 31, 64):
-        for pages in (33, 64, 129, 256):
-            tile = 1 << (pages * 64 - 1).bit_length()
-            ppd, gpp, warps, pivots = kernel._fused_config(batch, pages, tile)
-            assert warps == 4 * ppd and ppd * 2048 <= tile and gpp <= 8
-
-
-@pytest.mark.parametrize("config", [(2, 1, 8, 3), (1, 4, 4, 1), (4, 2, 16, 3)])
-def test_fused_configs(monkeypatch, config):
-    # 4-way search; one page per dot with 4 page groups per program (37 pages: a partial last
-    # program); 4-page groups at 16 warps.
-    monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: config)
-    inputs = _inputs(2, 37, 130, seed=20 + config[0], device="cpu", seq_lens=[2368, 2111])
-    inputs["weights"][1] = 0.0
-    _roundtrip(inputs)
-
-
-def test_split_tile_8192():
-    # 70 pages: an 8192-key tile, the split path (score kernel + resident top-k kernel); a row
-    # just above topk beside it.
-    _roundtrip(_inputs(2, 70, 150, seed=21, device="cpu", seq_lens=[4470, 2050]))
-
-
-def test_fused_tile_8192(monkeypatch):
-    # The fused kernel at an 8192-key tile (4 pages per dot, 16 warps), as a 16384 tile runs it.
-    monkeypatch.setattr(kernel, "_SPLIT_TILES", ())
-    _roundtrip(_inputs(1, 70, 150, seed=22, device="cpu", seq_lens=[4470]))
-
-
-def test_arrival_counters_reset(monkeypatch):
-    # The last program of each row resets its counter: a persistent buffer (as on the GPU)
-    # reads all-zero after every call, and a second call on it is still right.
-    counters = torch.zeros(64, dtype=torch.int32)
-    monkeypatch.setattr(kernel, "_arrival_counters", lambda device, batch: counters)
-    monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: (1, 2, 4, 3))
-    for seed in (30, 31):
-        _roundtrip(_inputs(2, 34, 120, seed=seed, device="cpu", seq_lens=[2176, 2100]))
-        assert bool((counters == 0).all())
+def test_checker_rejects_wrong_selection():
+    # The checks above can fail: swapping the best selected token for the worst unselected one,
+    # or duplicating an id, is caught.
+    inputs = _inputs(1, 40, 45, seed=7, device="cpu", seq_lens=[2500])
+    out = _run(inputs)
+    expected = BUILTIN.reference(**inputs)
+    _check(inputs, out, expected)
+    q = inputs["q_index_fp8"].to(torch.float32)
+    keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
+    ids = reference.row_token_ids(inputs["block_table"][0], 2500, PS)
+    scores = reference.row_scores(q[0], keys, inputs["weights"][0], ids)
+    chosen = set(out[0].tolist())
+    worst_unselected = min((s, i) for s, i in zip(scores.tolist(), ids.tolist()) if i not in chosen)[1]
+    best = max(range(TOPK), key=lambda j: scores[(ids == out[0, j]).nonzero()[0, 0]].item())
+    swapped = out.clone()
+    swapped[0, best] = worst_unselected
+    with pytest.raises(AssertionError):
+        _check(inputs, swapped, expected)
+    duplicated = out.clone()
+    duplicated[0, 1] = duplicated[0, 0]
+    with pytest.raises(AssertionError):
+        _check(inputs, duplicated, expected)
 
 
 def test_output_not_cached():
@@ -186,7 +253,7 @@ def test_output_not_cached():
 
 
 # ----------------------------------------------------------------------------------------------
-# GPU (H200): contest shapes and a held-out-like long row.
+# GPU (H200): contest shapes, serving-envelope rows and the launch cache.
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 16, 31])
@@ -206,9 +273,23 @@ def test_gpu_contest_mixed_rows():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,max_pages", [(4, 256), (64, 96), (2, 300)])
-def test_gpu_held_out_like(batch, max_pages):
+@pytest.mark.parametrize("batch,max_pages", [(4, 256), (64, 96), (2, 300), (1, 2048), (4, 1024),
+                                             (64, 256), (16, 512)])
+def test_gpu_envelope_rows(batch, max_pages):
+    # Two-launch widths up to 128K tokens (one row of each batch spans the whole width).
     inputs = _inputs(batch, max_pages, max(11923, batch * max_pages), seed=12 + batch, device="cuda")
+    _roundtrip(inputs)
+
+
+@pytest.mark.gpu
+def test_gpu_long_rows_with_ties():
+    # 64K-token rows: one all-equal (weights 0: every token a candidate, the streamed select),
+    # one with page contents repeating every 5 pages, a short one and an exactly-topk one.
+    inputs = _inputs(4, 1024, 4096, seed=21, device="cuda", seq_lens=[65536, 60001, 700, 2048])
+    inputs["weights"][0] = 0.0
+    cache = inputs["k_index_cache_fp8"]
+    pages = inputs["block_table"][1].to(torch.long)
+    cache[pages[5:]] = cache[pages[torch.arange(5, pages.numel(), device="cuda") % 5]].clone()
     _roundtrip(inputs)
 
 
@@ -217,7 +298,8 @@ def test_gpu_timing_report():
     """Not a check: prints microseconds per call for a few shapes, back-to-back calls of ``run``
     (its launch cache: host overhead included) and one call replayed from a CUDA graph."""
     iters = 50
-    for batch, max_pages in [(1, 20), (31, 20), (1, 45), (16, 45), (1, 91), (31, 91), (4, 256), (64, 96)]:
+    for batch, max_pages in [(1, 20), (31, 20), (1, 45), (16, 45), (1, 91), (31, 91), (4, 256),
+                             (64, 96), (1, 2048), (64, 256)]:
         inputs = _inputs(batch, max_pages, max(11923, batch * max_pages), seed=3, device="cuda")
         out = torch.empty((batch, TOPK), dtype=torch.int32, device="cuda")
         for _ in range(3):
@@ -249,17 +331,20 @@ def test_gpu_timing_report():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["graph", "direct"])
-def test_gpu_launch_cache(monkeypatch, mode):
-    """The in-solution launch cache (CUDA graph or recorded direct launches): two buffer sets
-    used alternately with new contents every call (each output checked), then the call
-    captured inside a caller's graph and that graph replayed on new contents."""
+@pytest.mark.parametrize("max_pages", [45, 512])
+def test_gpu_launch_cache(monkeypatch, mode, max_pages):
+    """The in-solution launch cache (CUDA graph or recorded direct launches), one-launch (45
+    pages) and two-launch (512 pages) plans: two buffer sets used alternately with new contents
+    every call (each output checked), then the call captured inside a caller's graph and that
+    graph replayed on new contents."""
     monkeypatch.setattr(kernel, "LAUNCH", mode)
     kernel._entries.clear()
-    sets = [_inputs(8, 45, 11923, seed=40 + i, device="cuda") for i in range(2)]
+    num_pages = max(11923, 8 * max_pages)
+    sets = [_inputs(8, max_pages, num_pages, seed=40 + i, device="cuda") for i in range(2)]
     outs = [torch.empty((8, TOPK), dtype=torch.int32, device="cuda") for _ in range(2)]
     for it in range(6):
         s = it % 2
-        fresh = _inputs(8, 45, 11923, seed=50 + it, device="cuda")
+        fresh = _inputs(8, max_pages, num_pages, seed=50 + it, device="cuda")
         for name in ("q_index_fp8", "weights", "seq_lens", "block_table"):
             sets[s][name].copy_(fresh[name])
         outs[s].fill_(12345)
@@ -269,10 +354,11 @@ def test_gpu_launch_cache(monkeypatch, mode):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         kernel.run(**sets[0], topk_indices=outs[0])
-    fresh = _inputs(8, 45, 11923, seed=60, device="cuda")
+    fresh = _inputs(8, max_pages, num_pages, seed=60, device="cuda")
     for name in ("q_index_fp8", "weights", "seq_lens", "block_table"):
         sets[0][name].copy_(fresh[name])
     outs[0].fill_(12345)
     graph.replay()
     torch.cuda.synchronize()
     _check(sets[0], outs[0], BUILTIN.reference(**sets[0]))
+    _assert_workspace_clean("cuda")

@@ -12,117 +12,183 @@ Inputs (DeepSeek-V3.2 indexer, decode):
 score[t] = sum_h relu(q[b, h] . k_t * scale_t) * weights[b, h] for t < seq_len; the output holds
 the global ids (page * PS + offset) of the top min(topk, seq_len) tokens, then -1.
 
-Dispatch (on shapes only, no host synchronisation):
-  * max_pages * PS <= topk: every valid token is selected; one launch, grid (B,), writes the
-    block-table-mapped ids for t < seq_len and -1 after.
-  * next_pow2(max_pages * PS) in {4096, 16384}: one launch, _fused_kernel,
-    grid (B, chunks): each program scores groups of PPD pages (one FP8 tl.dot per group,
-    K [PPD*PS x D] . q^T [D x H] -> fp32 [PPD*PS, H], x per-token scale, relu, x weights, sum
-    over heads) into a scratch row [B, max_pages*PS] fp32 (-inf past seq_len), then arrives on
-    the row's counter; the last program of the row to arrive resets the counter and selects the
-    top-k with the row in registers: order-preserving int32 keys, bisection for the k-th
-    largest key T (early stop on an exact count), then ids with key > T and the first
-    (k - #greater) ties written at positions from one packed cumsum; -1 fills the slots from
-    k on.
-  * 8192-key tiles (65-128 pages): two launches, _score_kernel (4-warp programs) then
-    _topk_resident_kernel (the same selection, one 8-warp program per row); measured faster
-    than the fused kernel there.
-  * longer rows (> 256 pages): two launches, _score_kernel then _topk_kernel (bisection, the
-    row streamed in chunks of 4096 on every step).
+Dispatch on shapes only (no host synchronisation, CUDA-graph capturable):
+  * max_pages * PS <= topk: every valid token is selected; one launch, grid (B,).
+  * otherwise _score_kernel, a persistent grid over a work list built on the device from
+    seq_lens: one item per PAGES_PER_ITEM pages of every row longer than topk, one pass-through
+    item per shorter row.  A score item runs one FP8 tl.dot per 64-token page
+    (K [64 x 128] . q^T [128 x 64 heads] -> fp32 [64, 64], x per-token scale, relu, x weights,
+    sum over heads), stores the 64 scores to a scratch row and counts each score's histogram
+    bin (the top HIST_BITS bits of its order-preserving int32 key) into the row's global
+    histogram with atomics, then arrives on the row's counter.  The row's last arriver finds the
+    threshold bin T (the bin holding the topk-th largest score) and the count above it.
+    - rows up to _ONE_LAUNCH_MAX_TOKENS wide (one launch): that last arriver then also filters
+      the row (ids of keys in bins > T to the output, keys in bin T to a candidate list) and
+      selects the remaining ones among the candidates;
+    - wider rows (two launches): it stores T; _filter_kernel, grid (B, row tiles), filters
+      every tile in parallel (output slots and candidate slots from one packed int64 atomic per
+      tile) and the row's last arriving tile selects among the candidates.
+  The candidate select is exact: a bisection on the candidates' keys for the key of rank
+  `need` (stopping early on an exact count), the keys above it taken, then the first ties.
+All per-row counters and histograms live in a per-device workspace that every call leaves
+zeroed (each last arriver resets what its row used).
+
 On CUDA the launches of a call are captured once per call signature (data pointers, shapes,
 strides and dtypes of every tensor argument) into a CUDA graph that later calls replay.
 
 Loops whose trip count depends on device data are `while` loops (the Triton interpreter cannot
-take a tensor as a `range` bound); everything else has static trip counts.
+take a tensor or a runtime scalar as a `range` bound); everything else has static trip counts.
 """
 
 from collections import OrderedDict
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
-# Rows up to this many tokens (block-table width * page size, rounded up to a power of two)
-# take the fused one-launch path and keep their keys in registers during the top-k search;
-# wider rows are scored by _score_kernel and streamed through _topk_kernel in chunks.
-_RESIDENT_MAX_TOKENS = 16384
-_CHUNK_TOKENS = 4096
-# Fused grid: at most about this many warps in flight (132 SMs x 32) before several page groups
-# are packed into one program.
-_FUSED_TARGET_WARPS = 4224
-_MAX_GROUPS_PER_PROG = 8
-# Tiles that take the split (score kernel + resident top-k kernel) path instead of the fused one.
-_SPLIT_TILES = (8192,)
-_SPLIT_TOPK_WARPS = 8
-# Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
-# before packing several pages into one program.
-_SCORE_TARGET_PROGRAMS = 1056
-_MAX_PAGES_PER_PROG = 8
+# Histogram bins: the top _HIST_BITS bits of each score's order key (sign, 8 exponent bits and
+# 3 mantissa bits at 12: bins 1/8 octave wide).
+_HIST_BITS = 12
+# Rows up to this many tokens (block-table width * page size, rounded up to a power of two) are
+# filtered and selected by the last scoring program of the row (one launch); wider rows by
+# _filter_kernel (a second launch, many programs per row).
+_ONE_LAUNCH_MAX_TOKENS = 8192
+# Scores per filter step and candidates held in registers by the final select: in the scoring
+# kernel (one-launch rows) and in _filter_kernel.  Larger candidate lists are streamed.
+_ONE_LAUNCH_TILE = 2048
+_FILTER_TILE = 4096
+_CAND_TILE = 4096
+# Scoring grid: programs resident per SM (4-warp programs), and how many work items per program
+# a batch of full rows may give (each item costs a pipeline fill and an arrival round trip).
+_PROGRAMS_PER_SM = 4
+_ITEMS_PER_PROGRAM = 1
+_MAX_PAGES_PER_ITEM = 32
+# Histogram copies per row (item i counts into copy i % stripes) for wide rows, so that no bin
+# address takes more than about 1/stripes of a long row's atomics.
+_STRIPE_TOKENS = 32768
+_MAX_STRIPES = 4
+# The work list of the scoring kernel covers the whole batch in one register block.
+_MIN_BATCH_BLOCK = 64
+# Stand-in for the SM count off CUDA (the interpreter).
+_CPU_SMS = 2
 
 
-@triton.jit
-def _all_selected_kernel(seq_ptr, bt_ptr, out_ptr, max_pages, stride_btb, stride_ob,
-                         TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr):
-    """max_pages * PS <= topk: ids of tokens 0..seq_len-1 in order, then -1."""
-    b = tl.program_id(0)
-    seq = tl.load(seq_ptr + b)
-    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
-    offs = tl.arange(0, TOPK_BLOCK)
-    valid = offs < seq
-    page = tl.load(bt_ptr + b * stride_btb + offs // PS, mask=valid, other=0)
-    ids = tl.where(valid, page * PS + offs % PS, -1)
-    tl.store(out_ptr + b * stride_ob + offs, ids, mask=offs < TOPK)
-
-
-@triton.jit
-def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr,
-                  max_pages,
-                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb,
-                  TOPK: tl.constexpr, H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr,
-                  ROW_BYTES: tl.constexpr, PAGES_PER_PROG: tl.constexpr):
-    """Scores of one row over pages [chunk*PAGES_PER_PROG, +PAGES_PER_PROG) of its block table."""
-    b = tl.program_id(0)
-    chunk = tl.program_id(1)
-    seq = tl.load(seq_ptr + b)
-    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
-    n_pages = (seq + PS - 1) // PS
-    p_lo = chunk * PAGES_PER_PROG
-    # Rows with seq_len <= topk select every token and need no scores; chunks past the row's
-    # last page have nothing to do.
-    if (seq > TOPK) & (p_lo < n_pages):
-        offs_h = tl.arange(0, H)
-        offs_d = tl.arange(0, D)
-        offs_t = tl.arange(0, PS)
-        q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
-        qt = tl.trans(q)                                          # [D, H]
-        w = tl.load(w_ptr + b * stride_wb + offs_h)
-        for i in tl.range(PAGES_PER_PROG, num_stages=3):
-            # Static trip count, so the block-table and scale loads are software-pipelined;
-            # pages past the row's end re-read its last page (a cache hit) and store nothing.
-            p = p_lo + i
-            in_row = p < n_pages
-            page = tl.load(bt_ptr + b * stride_btb + tl.minimum(p, n_pages - 1)).to(tl.int64)
-            k = tl.load(k_ptr + page * (PS * ROW_BYTES) + offs_t[:, None] * D + offs_d[None, :])
-            scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + offs_t)
-            # Tokens as M: K is the K-major A operand, q^T (K-major, in shared memory once)
-            # the B operand; the head sum then stays inside each warp.
-            # max_num_imprecise_acc=32: promote to fp32 after every 32-wide k step.  Hopper's default
-            # FP8 fast accumulation moves scores by ~1e-2 near the top-k threshold, enough to swap a
-            # token there and fail the sorted-score check (seen on the H200 for this kernel and for
-            # DeepGEMM's logits alike, workload 6b10b6da).
-            logits = tl.dot(k, qt, max_num_imprecise_acc=32)  # [PS, H] fp32
-            logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
-            score = tl.sum(logits, axis=1)                        # [PS]
-            tok = p * PS + offs_t
-            score = tl.where(tok < seq, score, float("-inf"))
-            tl.store(score_ptr + b * stride_sb + tok, score, mask=(offs_t < PS) & in_row)
-
+# ---------------------------------------------------------------------------------------------
+# Device helpers
 
 @triton.jit
 def _order_key(x):
     """fp32 -> int32 with the same order (signed compare); NaN sorts above +inf."""
     bits = x.to(tl.int32, bitcast=True)
     return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+
+
+@triton.jit
+def _key_bin(key, HIST_BITS: tl.constexpr):
+    """Order key -> histogram bin in [0, 2**HIST_BITS), monotone in the key."""
+    return (key >> (32 - HIST_BITS)) + (1 << (HIST_BITS - 1))
+
+
+@triton.jit
+def _write_all_selected(seq, bt_row, out_row,
+                        TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr):
+    """A row with seq <= TOPK tokens: ids of tokens 0..seq-1 in order, then -1."""
+    offs = tl.arange(0, TOPK_BLOCK)
+    valid = offs < seq
+    page = tl.load(bt_row + offs // PS, mask=valid, other=0)
+    ids = tl.where(valid, page * PS + offs % PS, -1)
+    tl.store(out_row + offs, ids, mask=offs < TOPK)
+
+
+@triton.jit
+def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, seq, n_pages, p_lo,
+                 stride_qb, stride_qh, stride_wb,
+                 H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
+                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr):
+    """Scores of row b's block-table slots [p_lo, p_lo + PAGES) below n_pages: stored to
+    score_row (token positions), and one count per score added to hist_row[bin]."""
+    offs_h = tl.arange(0, H)
+    offs_d = tl.arange(0, D)
+    offs_t = tl.arange(0, PS)
+    q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
+    qt = tl.trans(q)                                              # [D, H]
+    w = tl.load(w_ptr + b * stride_wb + offs_h)
+    for i in tl.range(PAGES, num_stages=3):
+        # Static trip count, so the block-table, K and scale loads are software-pipelined;
+        # slots past the row's end re-read its last page (a cache hit) and store nothing.
+        p = p_lo + i
+        page = tl.load(bt_row + tl.minimum(p, n_pages - 1)).to(tl.int64)
+        k = tl.load(k_ptr + page * (PS * ROW_BYTES) + offs_t[:, None] * D + offs_d[None, :])
+        scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + offs_t)
+        # Tokens as M: K is the K-major A operand, q^T (K-major, in shared memory once) the B
+        # operand; the head sum then stays inside each warp.
+        # max_num_imprecise_acc=32: promote to fp32 after every 32-wide k step.  Hopper's
+        # default FP8 fast accumulation moves scores by ~1e-2 near the top-k threshold, enough
+        # to swap a token there and fail the sorted-score check (seen on the H200 for this
+        # kernel and for DeepGEMM's logits alike, workload 6b10b6da).
+        logits = tl.dot(k, qt, max_num_imprecise_acc=32)          # [PS, H] fp32
+        logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
+        score = tl.sum(logits, axis=1)                            # [PS]
+        tok = p * PS + offs_t
+        valid = tok < seq
+        tl.store(score_row + tok, score, mask=valid)
+        tl.atomic_add(hist_row + _key_bin(_order_key(score), HIST_BITS), 1, mask=valid,
+                      sem="relaxed")
+
+
+@triton.jit
+def _threshold_bin(hist_row, stripes, k, HIST_BITS: tl.constexpr):
+    """Sums the row's `stripes` histogram copies (and zeroes them for the next call); returns
+    (T, above, inside): T the highest bin with count(bin >= T) >= k, `above` the count in bins
+    > T (< k), `inside` the count in bin T."""
+    NB: tl.constexpr = 1 << HIST_BITS
+    offs = tl.arange(0, NB)
+    h = tl.zeros([NB], dtype=tl.int32)
+    s = tl.full([], 0, tl.int32)
+    while s < stripes:
+        # .cg: counted by atomics of other programs (at L2).
+        h += tl.load(hist_row + s * NB + offs, cache_modifier=".cg")
+        tl.store(hist_row + s * NB + offs, tl.zeros([NB], dtype=tl.int32))
+        s += 1
+    at_or_above = tl.sum(h, axis=0) - tl.cumsum(h, axis=0) + h
+    thr = tl.max(tl.where(at_or_above >= k, offs, -1), axis=0)
+    above = tl.sum(tl.where(offs > thr, h, 0), axis=0)
+    inside = tl.sum(tl.where(offs == thr, h, 0), axis=0)
+    return thr, above, inside
+
+
+@triton.jit
+def _filter_tile(score_row, bt_row, out_row, cand_key_row, cand_id_row, cursor, t0, seq,
+                 thr_bin, base_gt, base_eq,
+                 TILE: tl.constexpr, PS: tl.constexpr, HIST_BITS: tl.constexpr,
+                 ATOMIC_BASES: tl.constexpr):
+    """Tokens [t0, t0 + TILE) of a scored row: ids of keys in bins > thr_bin go to out_row
+    from slot base_gt on, (key, id) of keys in bin thr_bin to the candidate lists from base_eq
+    on.  ATOMIC_BASES: the two bases come instead from one atomic add on the row's packed
+    int64 cursor (low half: output slots, high half: candidate slots).  Returns the two counts."""
+    offs = t0 + tl.arange(0, TILE)
+    valid = offs < seq
+    # .cg: in the one-launch path the scores were stored by other programs of this launch.
+    key = _order_key(tl.load(score_row + offs, mask=valid, other=0.0, cache_modifier=".cg"))
+    bins = _key_bin(key, HIST_BITS)
+    gt = valid & (bins > thr_bin)
+    eq = valid & (bins == thr_bin)
+    page = tl.load(bt_row + offs // PS, mask=gt | eq, other=0)
+    ids = page * PS + offs % PS
+    # One scan for both ranks: greater-than flags in the low 16 bits, bin-T flags in the high.
+    csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
+    n_gt = tl.sum(gt.to(tl.int32), axis=0)
+    n_eq = tl.sum(eq.to(tl.int32), axis=0)
+    if ATOMIC_BASES:
+        bases = tl.atomic_add(cursor, n_gt.to(tl.int64) + (n_eq.to(tl.int64) << 32), sem="relaxed")
+        base_gt = (bases & 0xFFFFFFFF).to(tl.int32)
+        base_eq = (bases >> 32).to(tl.int32)
+    tl.store(out_row + base_gt + (csum & 0xFFFF) - 1, ids, mask=gt)
+    slot = base_eq + (csum >> 16) - 1
+    tl.store(cand_key_row + slot, key, mask=eq)
+    tl.store(cand_id_row + slot, ids, mask=eq)
+    return n_gt, n_eq
 
 
 @triton.jit
@@ -142,175 +208,51 @@ def _bisect_step(lo, hi, c_hi, cnt, mid, k):
 
 
 @triton.jit
-def _quarter_step(lo, hi, c_hi, c1, c2, c3, m1, m2, m3, k):
-    """One 4-way step: c_j = count(key >= m_j) for lo <= m1 <= m2 <= m3 < hi (so
-    c1 >= c2 >= c3).  Keeps the invariants of _bisect_step on the quarter [m_j, m_j+1) that
-    holds the k-th largest key; an exact hit (c_j == k, m_j > lo) ends the search."""
-    s3 = c3 >= k
-    s2 = (~s3) & (c2 >= k)
-    s1 = (~s3) & (~s2) & (c1 >= k)
-    sel = tl.where(s3, m3, tl.where(s2, m2, tl.where(s1, m1, lo)))
-    c_sel = tl.where(s3, c3, tl.where(s2, c2, c1))
-    nxt = tl.where(s3, hi, tl.where(s2, m3, tl.where(s1, m2, m1)))
-    c_nxt = tl.where(s3, c_hi, tl.where(s2, c3, tl.where(s1, c2, c1)))
-    exact = (s3 | s2 | s1) & (c_sel == k) & (sel > lo)
-    new_lo = tl.where(exact, sel - 1, sel)
-    new_hi = tl.where(exact, sel, nxt)
-    new_c_hi = tl.where(exact, c_sel, c_nxt)
-    return new_lo, new_hi, new_c_hi
+def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
+    """The k largest of n <= TILE candidates, held in registers: their ids go to
+    out_row[pos0 : pos0 + k] (any order; among equal keys the first ones in list order).
 
-
-@triton.jit
-def _select_resident(row, seq, k, scored, bt_row, out_row,
-                     TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                     TILE: tl.constexpr, PIVOTS: tl.constexpr):
-    """Top-k ids of one row whose TILE >= seq keys stay in registers.
-
-    The threshold T is the k-th largest key (k = min(topk, seq_len)): a search on
-    [min key, max key + 1] (int64 bounds; keys are int32) that narrows the interval 4-way per
-    step (PIVOTS=3: three counts packed in 16-bit fields of one int64 sum, one block reduction
-    per step, <= 17 steps) or 2-way (PIVOTS=1, <= 32 steps), and stops early once some pivot
-    has exactly k keys at or above it.  Then ids with key > T go to slots 0.., the first
-    (k - #greater) ids with key == T after them (one packed cumsum); slots from k on get -1.
-    Rows that were not scored (seq_len <= topk) read every key as 0: all tie, all are taken.
+    Bisection on [min key, max key + 1] (int64 bounds; keys are int32) for the k-th largest key
+    T, stopping early once some pivot has exactly k keys at or above it; then keys > T go to
+    slots pos0.., the first (k - #greater) keys == T after them (one packed cumsum).
     """
     INT32_MAX: tl.constexpr = 2147483647
     INT32_MIN: tl.constexpr = -2147483648
     offs = tl.arange(0, TILE)
-    valid = offs < seq
-    # .cg: the scores were written by other programs of this launch; read them from L2.
-    key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0, cache_modifier=".cg"))
+    valid = offs < n
+    # .cg: the candidates were stored by other programs of this launch.
+    key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
+    ids = tl.load(cand_id_row + offs, mask=valid, other=0, cache_modifier=".cg")
     lo = tl.min(tl.where(valid, key, INT32_MAX), axis=0).to(tl.int64)
     hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
     c_hi = tl.full([], 0, tl.int32)
     while hi - lo > 1:
-        if PIVOTS == 3:
-            w = hi - lo
-            m1 = lo + w // 4
-            m2 = lo + w // 2
-            m3 = lo + (3 * w) // 4
-            f = ((key >= m1.to(tl.int32)).to(tl.int64)
-                 + ((key >= m2.to(tl.int32)).to(tl.int64) << 16)
-                 + ((key >= m3.to(tl.int32)).to(tl.int64) << 32))
-            c = tl.sum(tl.where(valid, f, 0), axis=0)
-            c1 = (c & 0xFFFF).to(tl.int32)
-            c2 = ((c >> 16) & 0xFFFF).to(tl.int32)
-            c3 = ((c >> 32) & 0xFFFF).to(tl.int32)
-            lo, hi, c_hi = _quarter_step(lo, hi, c_hi, c1, c2, c3, m1, m2, m3, k)
-        else:
-            mid = lo + (hi - lo) // 2
-            cnt = tl.sum((valid & (key >= mid.to(tl.int32))).to(tl.int32), axis=0)
-            lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
+        mid = lo + (hi - lo) // 2
+        cnt = tl.sum((valid & (key >= mid.to(tl.int32))).to(tl.int32), axis=0)
+        lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
     t32 = lo.to(tl.int32)
-    n_gt = c_hi                                   # = count(key > T)
     gt = valid & (key > t32)
     eq = valid & (key == t32)
-    # One scan for both ranks: greater-than count in the low 16 bits, ties in the high.
     csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
     rank_eq = (csum >> 16) - 1
-    take = gt | (eq & (rank_eq < k - n_gt))
-    pos = tl.where(gt, (csum & 0xFFFF) - 1, n_gt + rank_eq)
-    page = tl.load(bt_row + offs // PS, mask=take, other=0)
-    tl.store(out_row + pos, page * PS + offs % PS, mask=take)
-    o = tl.arange(0, TOPK_BLOCK)
-    tl.store(out_row + o, tl.full([TOPK_BLOCK], -1, tl.int32), mask=(o >= k) & (o < TOPK))
+    take = gt | (eq & (rank_eq < k - c_hi))
+    pos = pos0 + tl.where(gt, (csum & 0xFFFF) - 1, c_hi + rank_eq)
+    tl.store(out_row + pos, ids, mask=take)
 
 
 @triton.jit
-def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_ptr, out_ptr,
-                  max_pages, n_chunks,
-                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_ob,
-                  TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
-                  D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
-                  PPD: tl.constexpr, GPP: tl.constexpr, TILE: tl.constexpr,
-                  PIVOTS: tl.constexpr):
-    """Scoring and top-k in one launch, grid (B, n_chunks).
-
-    Program (b, chunk) scores GPP groups of PPD pages of row b (one FP8 tl.dot per group:
-    K [PPD*64 tokens, 128] . q^T [128, 64 heads], one warpgroup per page), writes them to the
-    scratch row, then arrives on the row's counter (acq_rel atomic after a CTA barrier).  The
-    program that arrives last -- every other program of the row has stored its scores -- resets
-    the counter to 0 for the next launch and selects the row's top-k from the scratch row.
-    """
-    b = tl.program_id(0)
-    chunk = tl.program_id(1)
-    seq = tl.load(seq_ptr + b)
-    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
-    n_pages = (seq + PS - 1) // PS
-    p_lo = chunk * (GPP * PPD)
-    if (seq > TOPK) & (p_lo < n_pages):
-        offs_h = tl.arange(0, H)
-        offs_d = tl.arange(0, D)
-        offs_t = tl.arange(0, PPD * PS)
-        q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
-        qt = tl.trans(q)                                          # [D, H]
-        w = tl.load(w_ptr + b * stride_wb + offs_h)
-        for i in tl.range(GPP, num_stages=2):
-            p = p_lo + i * PPD + offs_t // PS                     # page slot of each token
-            in_row = p < n_pages
-            page = tl.load(bt_ptr + b * stride_btb + tl.minimum(p, n_pages - 1)).to(tl.int64)
-            slot = offs_t % PS
-            k = tl.load(k_ptr + page[:, None] * (PS * ROW_BYTES) + slot[:, None] * D
-                        + offs_d[None, :])                        # [PPD*PS, D] fp8
-            scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + slot)
-            logits = tl.dot(k, qt, max_num_imprecise_acc=32)  # [PPD*PS, H] fp32 (exact promotion, see above)
-            logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
-            score = tl.sum(logits, axis=1)
-            tok = (p_lo + i * PPD) * PS + offs_t
-            score = tl.where(tok < seq, score, float("-inf"))
-            tl.store(score_ptr + b * stride_sb + tok, score, mask=in_row)
-    # Every thread's score stores precede the (gpu-scope, release) arrival.
-    tl.debug_barrier()
-    arrived = tl.atomic_add(cnt_ptr + b, 1, sem="acq_rel")
-    if arrived == n_chunks - 1:
-        tl.store(cnt_ptr + b, 0)
-        _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
-                         bt_ptr + b * stride_btb, out_ptr + b * stride_ob,
-                         TOPK, TOPK_BLOCK, PS, TILE, PIVOTS)
-
-
-@triton.jit
-def _topk_resident_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
-                          stride_sb, stride_btb, stride_ob,
-                          TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                          TILE: tl.constexpr, PIVOTS: tl.constexpr):
-    """Split path, after _score_kernel: the top-k of one row held in registers, grid (B,)."""
-    b = tl.program_id(0)
-    seq = tl.load(seq_ptr + b)
-    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
-    _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
-                     bt_ptr + b * stride_btb, out_ptr + b * stride_ob,
-                     TOPK, TOPK_BLOCK, PS, TILE, PIVOTS)
-
-
-@triton.jit
-def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
-                 stride_sb, stride_btb, stride_ob,
-                 TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                 TILE: tl.constexpr):
-    """Top-k ids of one row too long to keep in registers (streamed path, after _score_kernel).
-
-    Bisection as in _select_resident, but the row is re-read (from L2) in TILE-token chunks on
-    every step.
-    """
-    b = tl.program_id(0)
-    seq = tl.load(seq_ptr + b)
-    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
-    k = tl.minimum(seq, TOPK)
-    scored = seq > TOPK
-    row = score_ptr + b * stride_sb
-    bt_row = bt_ptr + b * stride_btb
-    out_row = out_ptr + b * stride_ob
+def _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
+    """As _select_resident for n > TILE candidates: the list is re-read (from L2) in TILE-key
+    chunks on every bisection step."""
     INT32_MAX: tl.constexpr = 2147483647
     INT32_MIN: tl.constexpr = -2147483648
-
     lo32 = tl.full([], INT32_MAX, tl.int32)
     hi32 = tl.full([], INT32_MIN, tl.int32)
     start = tl.full([], 0, tl.int32)
-    while start < seq:
+    while start < n:
         offs = start + tl.arange(0, TILE)
-        valid = offs < seq
-        key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
+        valid = offs < n
+        key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
         lo32 = tl.minimum(lo32, tl.min(tl.where(valid, key, INT32_MAX), axis=0))
         hi32 = tl.maximum(hi32, tl.max(tl.where(valid, key, INT32_MIN), axis=0))
         start += TILE
@@ -322,105 +264,246 @@ def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
         m32 = mid.to(tl.int32)
         cnt = tl.full([], 0, tl.int32)
         start = tl.full([], 0, tl.int32)
-        while start < seq:
+        while start < n:
             offs = start + tl.arange(0, TILE)
-            valid = offs < seq
-            key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
+            valid = offs < n
+            key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
             cnt += tl.sum((valid & (key >= m32)).to(tl.int32), axis=0)
             start += TILE
         lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
     t32 = lo.to(tl.int32)
-    n_gt = c_hi
-    need_eq = k - n_gt
+    need_eq = k - c_hi
     base_gt = tl.full([], 0, tl.int32)
     base_eq = tl.full([], 0, tl.int32)
     start = tl.full([], 0, tl.int32)
-    while start < seq:
+    while start < n:
         offs = start + tl.arange(0, TILE)
-        valid = offs < seq
-        key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
+        valid = offs < n
+        key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
         gt = valid & (key > t32)
         eq = valid & (key == t32)
         csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
         rank_eq = base_eq + (csum >> 16) - 1
         take = gt | (eq & (rank_eq < need_eq))
-        pos = tl.where(gt, base_gt + (csum & 0xFFFF) - 1, n_gt + rank_eq)
-        page = tl.load(bt_row + offs // PS, mask=take, other=0)
-        tl.store(out_row + pos, page * PS + offs % PS, mask=take)
+        pos = pos0 + tl.where(gt, base_gt + (csum & 0xFFFF) - 1, c_hi + rank_eq)
+        ids = tl.load(cand_id_row + offs, mask=take, other=0, cache_modifier=".cg")
+        tl.store(out_row + pos, ids, mask=take)
         base_gt += tl.sum(gt.to(tl.int32), axis=0)
         base_eq += tl.sum(eq.to(tl.int32), axis=0)
         start += TILE
 
-    o = tl.arange(0, TOPK_BLOCK)
-    tl.store(out_row + o, tl.full([TOPK_BLOCK], -1, tl.int32), mask=(o >= k) & (o < TOPK))
 
-
-def _pages_per_prog(batch: int, max_pages: int) -> int:
-    """Streamed path: pages per _score_kernel program."""
-    ppp = 1
-    while ppp < _MAX_PAGES_PER_PROG and batch * triton.cdiv(max_pages, ppp) > _SCORE_TARGET_PROGRAMS:
-        ppp *= 2
-    return ppp
-
-
-def _path(batch: int, tile: int) -> str:
-    """Which launch structure a row tile takes (measured on the H200, docs/kernels/indexer.md):
-    "fused" (one launch) for 4096- and 16384-key tiles; "split" (_score_kernel with 4-warp
-    programs + _topk_resident_kernel) for 8192-key tiles, where the fused kernel's 16-warp
-    programs (1 per SM) keep fewer pages in flight and measured 0.5-3 us slower at B = 4..64;
-    "streamed" beyond _RESIDENT_MAX_TOKENS."""
-    if tile > _RESIDENT_MAX_TOKENS:
-        return "streamed"
-    if tile in _SPLIT_TILES:
-        return "split"
-    return "fused"
-
-
-def _fused_config(batch: int, max_pages: int, tile: int):
-    """(PPD pages per dot, GPP groups per program, num_warps, PIVOTS) of the fused kernel.
-
-    One warpgroup per page of a group: tile 4096 -> 2 pages / 8 warps (16 keys per thread in
-    the selection), 16384 -> 4 / 16 (32 keys per thread; 8 pages / 32 warps measured slower).
-    Groups are packed per program until the grid is at most ~1 wave of 32 warps per SM.
-    PIVOTS 1 (bisection): the packed 4-way search measured 1-2.5 us slower on every shape.
-    """
-    ppd = max(1, min(4, tile // 2048))
-    num_warps = 4 * ppd
-    groups = triton.cdiv(max_pages, ppd)
-    target = _FUSED_TARGET_WARPS // num_warps
-    gpp = 1
-    while gpp < _MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > target:
-        gpp *= 2
-    return ppd, gpp, num_warps, 1
+@triton.jit
+def _select_candidates(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
+    """The k largest of the row's n candidates (k <= n) to out_row[pos0 : pos0 + k]."""
+    if n <= TILE:
+        _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE)
+    else:
+        _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE)
 
 
 # ---------------------------------------------------------------------------------------------
-# Arrival counters of the fused kernel: one int32 per row, zero between launches (the last
-# program of each row resets its own).  Kept per device for the life of the process, never
-# freed: a captured graph refers to them by address.
+# Kernels
 
-_COUNTER_SLOTS = 1 << 16
-_counters = {}
+@triton.jit
+def _all_selected_kernel(seq_ptr, bt_ptr, out_ptr, max_pages, stride_btb, stride_ob,
+                         TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr):
+    """max_pages * PS <= topk: every row passes through (_write_all_selected), grid (B,)."""
+    b = tl.program_id(0)
+    seq = tl.load(seq_ptr + b)
+    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
+    _write_all_selected(seq, bt_ptr + b * stride_btb, out_ptr + b * stride_ob, TOPK, TOPK_BLOCK, PS)
 
 
-def _arrival_counters(device, batch):
+@triton.jit
+def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_ptr, arrive_ptr,
+                  state_ptr, cand_key_ptr, cand_id_ptr, out_ptr,
+                  batch, max_pages, stripes,
+                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_ob,
+                  TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
+                  D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
+                  PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
+                  HIST_BITS: tl.constexpr, SELECT_HERE: tl.constexpr, TILE: tl.constexpr):
+    """Persistent grid over the call's work items (see the module docstring).
+
+    Every program builds the same work list from seq_lens: row b has cdiv(cdiv(seq, PS),
+    PAGES_PER_ITEM) score items if seq > TOPK, else one pass-through item; items are numbered
+    row after row and program p takes items p, p + grid, ...  A score item ends with an arrival
+    on the row's counter (acq_rel atomic after a CTA barrier, so that its score stores and
+    histogram atomics happen before it); the last arriver resets the counter, reads and zeroes
+    the row's histogram (_threshold_bin), then either filters and selects the row itself
+    (SELECT_HERE, TILE-token steps) or leaves (T, above, inside) in state[b] for _filter_kernel.
+    """
+    NB: tl.constexpr = 1 << HIST_BITS
+    pid = tl.program_id(0)
+    n_programs = tl.num_programs(0)
+    rows = tl.arange(0, BATCH_BLOCK)
+    in_batch = rows < batch
+    seqs = tl.load(seq_ptr + rows, mask=in_batch, other=0)
+    seqs = tl.minimum(tl.maximum(seqs, 0), max_pages * PS)
+    items = tl.where(seqs > TOPK, (seqs + PS * PAGES_PER_ITEM - 1) // (PS * PAGES_PER_ITEM),
+                     in_batch.to(tl.int32))
+    ends = tl.cumsum(items, axis=0)
+    total = tl.sum(items, axis=0)
+    item = pid
+    while item < total:
+        b = tl.sum((ends <= item).to(tl.int32), axis=0)
+        mine = rows == b
+        seq = tl.sum(tl.where(mine, seqs, 0), axis=0)
+        row_items = tl.sum(tl.where(mine, items, 0), axis=0)
+        chunk = item - (tl.sum(tl.where(mine, ends, 0), axis=0) - row_items)
+        bt_row = bt_ptr + b * stride_btb
+        out_row = out_ptr + b * stride_ob
+        if seq > TOPK:
+            hist_row = hist_ptr + b * (stripes * NB)
+            score_row = score_ptr + b * stride_sb
+            _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row,
+                         hist_row + (chunk % stripes) * NB, b, seq, (seq + PS - 1) // PS,
+                         chunk * PAGES_PER_ITEM, stride_qb, stride_qh, stride_wb,
+                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS)
+            tl.debug_barrier()
+            arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
+            if arrived == row_items - 1:
+                tl.store(arrive_ptr + b, 0)
+                thr, above, inside = _threshold_bin(hist_row, stripes, TOPK, HIST_BITS)
+                if SELECT_HERE:
+                    cand_key_row = cand_key_ptr + b * stride_sb
+                    cand_id_row = cand_id_ptr + b * stride_sb
+                    n_gt = tl.full([], 0, tl.int32)
+                    n_eq = tl.full([], 0, tl.int32)
+                    t0 = tl.full([], 0, tl.int32)
+                    while t0 < seq:
+                        tile_gt, tile_eq = _filter_tile(
+                            score_row, bt_row, out_row, cand_key_row, cand_id_row, arrive_ptr,
+                            t0, seq, thr, n_gt, n_eq, TILE, PS, HIST_BITS, False)
+                        n_gt += tile_gt
+                        n_eq += tile_eq
+                        t0 += TILE
+                    tl.debug_barrier()           # candidate stores before their loads
+                    _select_candidates(cand_key_row, cand_id_row, inside, TOPK - above,
+                                       out_row, above, TILE)
+                else:
+                    tl.store(state_ptr + b * 4, thr)
+                    tl.store(state_ptr + b * 4 + 1, above)
+                    tl.store(state_ptr + b * 4 + 2, inside)
+        else:
+            _write_all_selected(seq, bt_row, out_row, TOPK, TOPK_BLOCK, PS)
+        item += n_programs
+
+
+@triton.jit
+def _filter_kernel(seq_ptr, bt_ptr, score_ptr, state_ptr, cursor_ptr, arrive_ptr,
+                   cand_key_ptr, cand_id_ptr, out_ptr,
+                   max_pages, stride_btb, stride_sb, stride_ob,
+                   TOPK: tl.constexpr, PS: tl.constexpr, HIST_BITS: tl.constexpr,
+                   TILE: tl.constexpr, CAND_TILE: tl.constexpr):
+    """Two-launch path, after _score_kernel: program (b, j) filters tokens [j*TILE, +TILE) of a
+    scored row b against state[b]'s threshold bin (_filter_tile with atomic bases), then
+    arrives on the row's counter; the last arriver resets the counter and the cursor and
+    selects the row's remaining TOPK - above ids among the candidates."""
+    b = tl.program_id(0)
+    j = tl.program_id(1)
+    seq = tl.load(seq_ptr + b)
+    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
+    if (seq > TOPK) & (j * TILE < seq):
+        thr = tl.load(state_ptr + b * 4)
+        above = tl.load(state_ptr + b * 4 + 1)
+        inside = tl.load(state_ptr + b * 4 + 2)
+        bt_row = bt_ptr + b * stride_btb
+        out_row = out_ptr + b * stride_ob
+        cand_key_row = cand_key_ptr + b * stride_sb
+        cand_id_row = cand_id_ptr + b * stride_sb
+        zero = tl.full([], 0, tl.int32)
+        _filter_tile(score_ptr + b * stride_sb, bt_row, out_row, cand_key_row, cand_id_row,
+                     cursor_ptr + b, j * TILE, seq, thr, zero, zero, TILE, PS, HIST_BITS, True)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
+        if arrived == (seq + TILE - 1) // TILE - 1:
+            tl.store(arrive_ptr + b, 0)
+            tl.store(cursor_ptr + b, tl.full([], 0, tl.int64))
+            _select_candidates(cand_key_row, cand_id_row, inside, TOPK - above, out_row, above,
+                               CAND_TILE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Host side: the plan of a call (shapes only) and the persistent per-row workspace.
+
+class _Plan(NamedTuple):
+    one_launch: bool      # filter + select in the scoring kernel's last arrivers
+    pages_per_item: int   # pages of one score work item
+    programs: int         # persistent scoring grid
+    stripes: int          # histogram copies per row
+
+
+def _num_sms(device) -> int:
     if device.type != "cuda":
-        return torch.zeros(batch, dtype=torch.int32, device=device)
-    have = _counters.get(device.index)
-    if have is not None and have[-1].numel() >= batch:
+        return _CPU_SMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _plan(batch: int, max_pages: int, page_size: int, num_sms: int) -> _Plan:
+    """The launch plan for a call of these shapes (rows wider than topk exist).
+
+    pages_per_item: the smallest power of two (<= _MAX_PAGES_PER_ITEM) for which the items of
+    a batch of full rows number at most _ITEMS_PER_PROGRAM per resident program; the grid is
+    that many resident programs (_PROGRAMS_PER_SM per SM), fewer when there are fewer items.
+    """
+    tokens = max_pages * page_size
+    resident = num_sms * _PROGRAMS_PER_SM
+    ppi = 1
+    while ppi < _MAX_PAGES_PER_ITEM and batch * triton.cdiv(max_pages, ppi) > _ITEMS_PER_PROGRAM * resident:
+        ppi *= 2
+    programs = min(resident, batch * triton.cdiv(max_pages, ppi))
+    stripes = max(1, min(_MAX_STRIPES, triton.next_power_of_2(tokens) // _STRIPE_TOKENS))
+    one_launch = triton.next_power_of_2(tokens) <= _ONE_LAUNCH_MAX_TOKENS
+    return _Plan(one_launch, ppi, programs, stripes)
+
+
+class _Workspace(NamedTuple):
+    """Per-row state shared by every call on one device, all zero between calls (state aside):
+    hist [rows, _MAX_STRIPES << _HIST_BITS] int32, arrive [2, rows] int32 (scoring / filter
+    arrivals), cursor [rows] int64 (filter slots, packed), state [rows, 4] int32."""
+    hist: torch.Tensor
+    arrive: torch.Tensor
+    cursor: torch.Tensor
+    state: torch.Tensor
+
+    @property
+    def rows(self) -> int:
+        return self.cursor.numel()
+
+
+_MIN_WORKSPACE_ROWS = 64
+_workspaces = {}
+
+
+def _new_workspace(device, rows):
+    return _Workspace(torch.zeros((rows, _MAX_STRIPES << _HIST_BITS), dtype=torch.int32, device=device),
+                      torch.zeros((2, rows), dtype=torch.int32, device=device),
+                      torch.zeros(rows, dtype=torch.int64, device=device),
+                      torch.zeros((rows, 4), dtype=torch.int32, device=device))
+
+
+def _row_workspace(device, batch) -> _Workspace:
+    """The device's workspace with room for `batch` rows.  Kept for the life of the process and
+    never freed (a captured graph refers to it by address); a larger batch allocates a larger
+    one beside it.  Asked for inside someone else's capture with too small a workspace, returns
+    a fresh zeroed one (zero-fill nodes of that graph, fresh on every replay)."""
+    key = (device.type, device.index)
+    have = _workspaces.get(key)
+    if have is not None and have[-1].rows >= batch:
         return have[-1]
-    if torch.cuda.is_current_stream_capturing():
-        # Allocated inside someone else's capture: a zero-fill node of that graph, fresh per replay.
-        return torch.zeros(batch, dtype=torch.int32, device=device)
-    new = torch.zeros(max(batch, _COUNTER_SLOTS), dtype=torch.int32, device=device)
-    _counters.setdefault(device.index, []).append(new)
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return _new_workspace(device, batch)
+    new = _new_workspace(device, max(batch, _MIN_WORKSPACE_ROWS))
+    _workspaces.setdefault(key, []).append(new)
     return new
 
 
 def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices,
             warmup=False, record=None):
     """The launches of one call (``warmup``: compile only; ``record``: a list that receives
-    each launch's compiled kernel and full arguments).  Returns the workspaces."""
+    each launch's compiled kernel and full arguments).  Returns the per-call workspaces."""
     batch, heads, head_dim = q_index_fp8.shape
     page_size = k_index_cache_fp8.shape[1]
     row_bytes = k_index_cache_fp8.shape[-1]
@@ -431,6 +514,7 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
     assert row_bytes == head_dim + 4 and (page_size * row_bytes) % 4 == 0
     assert k_index_cache_fp8.is_contiguous() and q_index_fp8.stride(2) == 1
     assert topk_indices.stride(1) == 1 and block_table.stride(1) == 1 and weights.stride(1) == 1
+    assert max(_FILTER_TILE, _CAND_TILE, _ONE_LAUNCH_TILE) < 65536  # 16-bit packed ranks
     topk_block = triton.next_power_of_2(topk)
     launches = []
     scratch = []
@@ -443,45 +527,32 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
     else:
         tokens = max_pages * page_size
         dev = q_index_fp8.device
+        plan = _plan(batch, max_pages, page_size, _num_sms(dev))
         scores = torch.empty((batch, tokens), dtype=torch.float32, device=dev)
-        scratch.append(scores)
+        cand_keys = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
+        cand_ids = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
+        scratch += [scores, cand_keys, cand_ids]
+        ws = _row_workspace(dev, batch)
         k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
         k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
-        tile = triton.next_power_of_2(tokens)
-        path = _path(batch, tile)
-        if path == "fused":
-            ppd, gpp, num_warps, pivots = _fused_config(batch, max_pages, tile)
-            n_chunks = triton.cdiv(max_pages, ppd * gpp)
-            counters = _arrival_counters(dev, batch)
-            launches.append((_fused_kernel, (batch, n_chunks), (
-                q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, counters,
-                topk_indices, max_pages, n_chunks,
-                q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
-                block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
-                dict(TOPK=topk, TOPK_BLOCK=topk_block, H=heads, D=head_dim, PS=page_size,
-                     ROW_BYTES=row_bytes, PPD=ppd, GPP=gpp, TILE=tile, PIVOTS=pivots,
-                     num_warps=num_warps, num_stages=2)))
-        else:
-            ppp = _pages_per_prog(batch, max_pages)
-            launches.append((_score_kernel, (batch, triton.cdiv(max_pages, ppp)), (
-                q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores,
-                max_pages,
-                q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
-                block_table.stride(0), scores.stride(0)),
-                dict(TOPK=topk, H=heads, D=head_dim, PS=page_size, ROW_BYTES=row_bytes,
-                     PAGES_PER_PROG=ppp, num_warps=4, num_stages=3)))
-            topk_args = (scores, seq_lens, block_table, topk_indices, max_pages,
-                         scores.stride(0), block_table.stride(0), topk_indices.stride(0))
-            if path == "split":
-                launches.append((_topk_resident_kernel, (batch,), topk_args,
-                                 dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=tile,
-                                      PIVOTS=1, num_warps=_SPLIT_TOPK_WARPS)))
-            else:
-                chunk = _CHUNK_TOKENS
-                assert chunk < 65536  # the packed cumsum keeps each rank in 16 bits
-                launches.append((_topk_kernel, (batch,), topk_args,
-                                 dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=chunk,
-                                      num_warps=16)))
+        launches.append((_score_kernel, (plan.programs,), (
+            q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, ws.hist,
+            ws.arrive[0], ws.state, cand_keys, cand_ids, topk_indices,
+            batch, max_pages, plan.stripes,
+            q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
+            block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
+            dict(TOPK=topk, TOPK_BLOCK=topk_block, H=heads, D=head_dim, PS=page_size,
+                 ROW_BYTES=row_bytes, PAGES_PER_ITEM=plan.pages_per_item,
+                 BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
+                 HIST_BITS=_HIST_BITS, SELECT_HERE=plan.one_launch, TILE=_ONE_LAUNCH_TILE,
+                 num_warps=4)))
+        if not plan.one_launch:
+            launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
+                seq_lens, block_table, scores, ws.state, ws.cursor, ws.arrive[1],
+                cand_keys, cand_ids, topk_indices,
+                max_pages, block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
+                dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=_FILTER_TILE,
+                     CAND_TILE=_CAND_TILE, num_warps=4)))
     for fn, grid, args, meta in launches:
         if warmup:
             fn.warmup(*args, grid=grid, **meta)
@@ -574,6 +645,9 @@ def _cached_call(key, args):
 
 
 def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices):
+    """Writes the top-k token ids of every row into ``topk_indices`` ([B, topk] int32) and
+    returns it.  Shapes and dtypes as in the module docstring; raises AssertionError on a
+    layout it does not support (non-contiguous K cache, strided inner dimensions)."""
     args = (q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices)
     if LAUNCH and q_index_fp8.is_cuda and not torch.cuda.is_current_stream_capturing():
         key = (_sig(q_index_fp8), _sig(k_index_cache_fp8), _sig(weights), _sig(seq_lens),
