@@ -35,10 +35,18 @@ def _inputs(batch, max_pages, num_pages, seed, device, seq_lens=None):
     return inputs
 
 
+GUARD = 12345
+
+
 def _run(inputs):
+    """The kernel's output for these inputs, written into a row-strided view of a poisoned
+    buffer whose guard rows and columns must stay untouched."""
     batch = inputs["q_index_fp8"].shape[0]
-    out = torch.full((batch, TOPK), 12345, dtype=torch.int32, device=inputs["q_index_fp8"].device)
+    buf = torch.full((batch + 2, TOPK + 64), GUARD, dtype=torch.int32, device=inputs["q_index_fp8"].device)
+    out = buf[1:batch + 1, :TOPK]
     kernel.run(**inputs, topk_indices=out)
+    guards = torch.cat([buf[0], buf[-1], buf[1:-1, TOPK:].reshape(-1)])
+    assert bool((guards == GUARD).all()), "writes outside the output rows"
     return out
 
 
@@ -89,8 +97,8 @@ def _roundtrip(inputs):
     return out
 
 
-def _force_plan(monkeypatch, one_launch, pages_per_item, programs, stripes):
-    plan = kernel._Plan(one_launch, pages_per_item, programs, stripes)
+def _force_plan(monkeypatch, one_launch, pages_per_item, stripes):
+    plan = kernel._Plan(one_launch, pages_per_item, stripes)
     monkeypatch.setattr(kernel, "_plan", lambda batch, max_pages, page_size, num_sms: plan)
 
 
@@ -110,9 +118,9 @@ def test_all_selected_fast_path():
 
 
 def test_scores_match_reference(monkeypatch):
-    # The scoring kernel's scratch row against the reference scores, token by token (two
-    # programs, items of 2 pages, a partial last page).
-    _force_plan(monkeypatch, False, 2, 2, 2)
+    # The scoring kernel's scratch row against the reference scores, token by token (items of
+    # 2 pages, a partial last page, 2 histogram stripes).
+    _force_plan(monkeypatch, False, 2, 2)
     inputs = _inputs(2, 36, 80, seed=9, device="cpu", seq_lens=[2300, 2113])
     out = torch.full((2, TOPK), 12345, dtype=torch.int32)
     scores = kernel._launch(**inputs, topk_indices=out)[0]
@@ -138,10 +146,10 @@ def test_mixed_rows():
 
 @pytest.mark.parametrize("one_launch", [True, False])
 def test_split_schedule(monkeypatch, one_launch):
-    # 3 persistent programs over items of 2 pages (a row spread over several programs, several
-    # items per program), 2 histogram stripes, 1024-token filter tiles (several filter programs
+    # Items of 2 pages (a row spread over several programs; programs past the call's items
+    # return at once), 2 histogram stripes, 1024-token filter tiles (several filter programs
     # per row), uneven rows: seq_len 1, exactly topk, topk + 1, a partial last page, a full row.
-    _force_plan(monkeypatch, one_launch, 2, 3, 2)
+    _force_plan(monkeypatch, one_launch, 2, 2)
     monkeypatch.setattr(kernel, "_FILTER_TILE", 1024)
     monkeypatch.setattr(kernel, "_ONE_LAUNCH_TILE", 1024)
     inputs = _inputs(6, 64, 400, seed=13, device="cpu", seq_lens=[1, 2048, 2049, 3333, 0, 4096])
@@ -152,12 +160,12 @@ def test_split_schedule(monkeypatch, one_launch):
 @pytest.mark.parametrize("batch", [1, 5, 9])
 def test_batch_sizes(monkeypatch, batch):
     # The definition's own seq_lens (uniform below the width, one full row), two launches.
-    _force_plan(monkeypatch, False, 4, 5, 1)
+    _force_plan(monkeypatch, False, 4, 1)
     _roundtrip(_inputs(batch, 48, batch * 48 + 7, seed=40 + batch, device="cpu"))
 
 
 def test_default_plan_one_launch():
-    # The default plan at a small width (3 rows of up to 64 pages: one launch, 8 programs).
+    # The default plan at a small width (3 rows of up to 64 pages: one launch).
     assert kernel._plan(3, 64, PS, kernel._CPU_SMS).one_launch
     _roundtrip(_inputs(3, 64, 200, seed=14, device="cpu", seq_lens=[4096, 2500, 1000]))
 
@@ -170,13 +178,12 @@ def test_plan_table():
             plan = kernel._plan(batch, pages, PS, 132)
             ppi = plan.pages_per_item
             assert ppi & (ppi - 1) == 0 and ppi <= kernel._MAX_PAGES_PER_ITEM
-            assert plan.programs == min(resident, batch * -(-pages // ppi))
             assert ppi == kernel._MAX_PAGES_PER_ITEM or batch * -(-pages // ppi) <= kernel._ITEMS_PER_PROGRAM * resident
             assert plan.one_launch == (pages <= 128)
             assert 1 <= plan.stripes <= kernel._MAX_STRIPES
-    assert kernel._plan(1, 2048, PS, 132) == kernel._Plan(False, 4, 512, 4)
-    assert kernel._plan(64, 256, PS, 132) == kernel._Plan(False, 32, 512, 1)
-    assert kernel._plan(30, 91, PS, 132) == kernel._Plan(True, 8, 360, 1)
+    assert kernel._plan(1, 2048, PS, 132) == kernel._Plan(False, 4, 4)
+    assert kernel._plan(64, 256, PS, 132) == kernel._Plan(False, 32, 1)
+    assert kernel._plan(30, 91, PS, 132) == kernel._Plan(True, 4, 1)
 
 
 def test_ties_all_zero_scores():
@@ -199,7 +206,7 @@ def test_streamed_candidates_with_ties(monkeypatch, one_launch):
     # More candidates than the register tile (256): the streamed select.  Row 0: every score
     # equal; row 1: pages repeating 3 contents, so every score has ~20 exact copies and the
     # threshold falls inside a group of ties; row 2: plain random scores.
-    _force_plan(monkeypatch, one_launch, 4, 4, 1)
+    _force_plan(monkeypatch, one_launch, 4, 1)
     monkeypatch.setattr(kernel, "_CAND_TILE", 256)
     monkeypatch.setattr(kernel, "_ONE_LAUNCH_TILE", 256)
     monkeypatch.setattr(kernel, "_FILTER_TILE", 512)
@@ -216,7 +223,7 @@ def test_repeated_calls_reuse_workspace(monkeypatch):
     # The persistent workspace across calls of different shapes and plans (each call must
     # leave it zeroed for the next).
     for seed, (one_launch, stripes) in enumerate([(False, 4), (True, 1), (False, 2)]):
-        _force_plan(monkeypatch, one_launch, 2, 3, stripes)
+        _force_plan(monkeypatch, one_launch, 2, stripes)
         _roundtrip(_inputs(2, 34 + seed, 120, seed=30 + seed, device="cpu",
                            seq_lens=[2176 + seed, 2100]))
 

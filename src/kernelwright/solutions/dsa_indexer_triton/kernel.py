@@ -14,11 +14,12 @@ the global ids (page * PS + offset) of the top min(topk, seq_len) tokens, then -
 
 Dispatch on shapes only (no host synchronisation, CUDA-graph capturable):
   * max_pages * PS <= topk: every valid token is selected; one launch, grid (B,).
-  * otherwise _score_kernel, a persistent grid over a work list built on the device from
+  * otherwise _score_kernel, one program per item of a work list built on the device from
     seq_lens: one item per PAGES_PER_ITEM pages of every row longer than topk, one pass-through
-    item per shorter row.  A score item runs one FP8 tl.dot per 64-token page
-    (K [64 x 128] . q^T [128 x 64 heads] -> fp32 [64, 64], x per-token scale, relu, x weights,
-    sum over heads), stores the 64 scores to a scratch row and counts each score's histogram
+    item per shorter row (the grid covers full-width rows; programs past the list return at
+    once, so the cost follows the pages of the call, not the batch width).  A score item runs
+    one FP8 tl.dot per 64-token page (K [64 x 128] . q^T [128 x 64 heads] -> fp32 [64, 64],
+    x per-token scale, relu, x weights, sum over heads), stores the 64 scores to a scratch row and counts each score's histogram
     bin (the top HIST_BITS bits of its order-preserving int32 key) into the row's global
     histogram with atomics, then arrives on the row's counter.  The row's last arriver finds the
     threshold bin T (the bin holding the topk-th largest score) and the count above it.
@@ -48,8 +49,8 @@ import triton
 import triton.language as tl
 
 # Histogram bins: the top _HIST_BITS bits of each score's order key (sign, 8 exponent bits and
-# 3 mantissa bits at 12: bins 1/8 octave wide).
-_HIST_BITS = 12
+# 2 mantissa bits at 11: bins 1/4 octave wide).
+_HIST_BITS = 11
 # Rows up to this many tokens (block-table width * page size, rounded up to a power of two) are
 # filtered and selected by the last scoring program of the row (one launch); wider rows by
 # _filter_kernel (a second launch, many programs per row).
@@ -59,16 +60,26 @@ _ONE_LAUNCH_MAX_TOKENS = 8192
 _ONE_LAUNCH_TILE = 2048
 _FILTER_TILE = 4096
 _CAND_TILE = 4096
-# Scoring grid: programs resident per SM (4-warp programs), and how many work items per program
-# a batch of full rows may give (each item costs a pipeline fill and an arrival round trip).
-_PROGRAMS_PER_SM = 4
-_ITEMS_PER_PROGRAM = 1
+# Scoring grid: one program per work item.  Pages per item: at most about _ITEMS_PER_PROGRAM
+# items per resident program (_PROGRAMS_PER_SM 4-warp programs per SM: ~160 registers) for a
+# batch of full rows (each item costs a pipeline fill and an arrival round trip).
+_PROGRAMS_PER_SM = 3
+_ITEMS_PER_PROGRAM = 2
 _MAX_PAGES_PER_ITEM = 32
+# Pipeline depth of the page loop (block-table entry, then the K page and its scales): 5 keeps
+# four 8 KB K pages in shared memory, three in flight.
+_SCORE_STAGES = 5
+# Register cap of _score_kernel so that 3 programs fit an SM (3 x 128 threads x 168 <= 64K);
+# measured offline (ptxas, sm_90a): 153-163 registers without the one-launch select, 176 with
+# it, 168 with 8 bytes of spill.
+_SCORE_MAXNREG = 168
+# Warps of _filter_kernel (16 scores and 16 candidates per thread at the tiles below).
+_FILTER_WARPS = 8
 # Histogram copies per row (item i counts into copy i % stripes) for wide rows, so that no bin
 # address takes more than about 1/stripes of a long row's atomics.
 _STRIPE_TOKENS = 32768
 _MAX_STRIPES = 4
-# The work list of the scoring kernel covers the whole batch in one register block.
+# Every scoring program holds the whole batch's seq_lens in one register block.
 _MIN_BATCH_BLOCK = 64
 # Stand-in for the SM count off CUDA (the interpreter).
 _CPU_SMS = 2
@@ -105,7 +116,7 @@ def _write_all_selected(seq, bt_row, out_row,
 def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, seq, n_pages, p_lo,
                  stride_qb, stride_qh, stride_wb,
                  H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
-                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr):
+                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr, STAGES: tl.constexpr):
     """Scores of row b's block-table slots [p_lo, p_lo + PAGES) below n_pages: stored to
     score_row (token positions), and one count per score added to hist_row[bin]."""
     offs_h = tl.arange(0, H)
@@ -114,7 +125,7 @@ def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, se
     q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
     qt = tl.trans(q)                                              # [D, H]
     w = tl.load(w_ptr + b * stride_wb + offs_h)
-    for i in tl.range(PAGES, num_stages=3):
+    for i in tl.range(PAGES, num_stages=STAGES):
         # Static trip count, so the block-table, K and scale loads are software-pipelined;
         # slots past the row's end re-read its last page (a cache hit) and store nothing.
         p = p_lo + i
@@ -323,20 +334,21 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
-                  HIST_BITS: tl.constexpr, SELECT_HERE: tl.constexpr, TILE: tl.constexpr):
-    """Persistent grid over the call's work items (see the module docstring).
+                  HIST_BITS: tl.constexpr, STAGES: tl.constexpr, SELECT_HERE: tl.constexpr,
+                  TILE: tl.constexpr):
+    """One program per work item of the call (see the module docstring); the grid covers a
+    batch of full-width rows, programs past the call's item count return at once.
 
     Every program builds the same work list from seq_lens: row b has cdiv(cdiv(seq, PS),
     PAGES_PER_ITEM) score items if seq > TOPK, else one pass-through item; items are numbered
-    row after row and program p takes items p, p + grid, ...  A score item ends with an arrival
-    on the row's counter (acq_rel atomic after a CTA barrier, so that its score stores and
-    histogram atomics happen before it); the last arriver resets the counter, reads and zeroes
-    the row's histogram (_threshold_bin), then either filters and selects the row itself
-    (SELECT_HERE, TILE-token steps) or leaves (T, above, inside) in state[b] for _filter_kernel.
+    row after row.  A score item ends with an arrival on the row's counter (acq_rel atomic
+    after a CTA barrier, so that its score stores and histogram atomics happen before it); the
+    last arriver resets the counter, reads and zeroes the row's histogram (_threshold_bin),
+    then either filters and selects the row itself (SELECT_HERE, TILE-token steps) or leaves
+    (T, above, inside) in state[b] for _filter_kernel.
     """
     NB: tl.constexpr = 1 << HIST_BITS
-    pid = tl.program_id(0)
-    n_programs = tl.num_programs(0)
+    item = tl.program_id(0)
     rows = tl.arange(0, BATCH_BLOCK)
     in_batch = rows < batch
     seqs = tl.load(seq_ptr + rows, mask=in_batch, other=0)
@@ -344,9 +356,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
     items = tl.where(seqs > TOPK, (seqs + PS * PAGES_PER_ITEM - 1) // (PS * PAGES_PER_ITEM),
                      in_batch.to(tl.int32))
     ends = tl.cumsum(items, axis=0)
-    total = tl.sum(items, axis=0)
-    item = pid
-    while item < total:
+    if item < tl.sum(items, axis=0):
         b = tl.sum((ends <= item).to(tl.int32), axis=0)
         mine = rows == b
         seq = tl.sum(tl.where(mine, seqs, 0), axis=0)
@@ -360,7 +370,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row,
                          hist_row + (chunk % stripes) * NB, b, seq, (seq + PS - 1) // PS,
                          chunk * PAGES_PER_ITEM, stride_qb, stride_qh, stride_wb,
-                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS)
+                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS, STAGES)
             tl.debug_barrier()
             arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
             if arrived == row_items - 1:
@@ -388,7 +398,6 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                     tl.store(state_ptr + b * 4 + 2, inside)
         else:
             _write_all_selected(seq, bt_row, out_row, TOPK, TOPK_BLOCK, PS)
-        item += n_programs
 
 
 @triton.jit
@@ -431,7 +440,6 @@ def _filter_kernel(seq_ptr, bt_ptr, score_ptr, state_ptr, cursor_ptr, arrive_ptr
 class _Plan(NamedTuple):
     one_launch: bool      # filter + select in the scoring kernel's last arrivers
     pages_per_item: int   # pages of one score work item
-    programs: int         # persistent scoring grid
     stripes: int          # histogram copies per row
 
 
@@ -445,18 +453,17 @@ def _plan(batch: int, max_pages: int, page_size: int, num_sms: int) -> _Plan:
     """The launch plan for a call of these shapes (rows wider than topk exist).
 
     pages_per_item: the smallest power of two (<= _MAX_PAGES_PER_ITEM) for which the items of
-    a batch of full rows number at most _ITEMS_PER_PROGRAM per resident program; the grid is
-    that many resident programs (_PROGRAMS_PER_SM per SM), fewer when there are fewer items.
+    a batch of full rows number at most _ITEMS_PER_PROGRAM per resident program
+    (_PROGRAMS_PER_SM per SM).  The scoring grid has one program per item of such a batch.
     """
     tokens = max_pages * page_size
     resident = num_sms * _PROGRAMS_PER_SM
     ppi = 1
     while ppi < _MAX_PAGES_PER_ITEM and batch * triton.cdiv(max_pages, ppi) > _ITEMS_PER_PROGRAM * resident:
         ppi *= 2
-    programs = min(resident, batch * triton.cdiv(max_pages, ppi))
     stripes = max(1, min(_MAX_STRIPES, triton.next_power_of_2(tokens) // _STRIPE_TOKENS))
     one_launch = triton.next_power_of_2(tokens) <= _ONE_LAUNCH_MAX_TOKENS
-    return _Plan(one_launch, ppi, programs, stripes)
+    return _Plan(one_launch, ppi, stripes)
 
 
 class _Workspace(NamedTuple):
@@ -535,7 +542,8 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
         ws = _row_workspace(dev, batch)
         k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
         k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
-        launches.append((_score_kernel, (plan.programs,), (
+        programs = batch * triton.cdiv(max_pages, plan.pages_per_item)
+        launches.append((_score_kernel, (programs,), (
             q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, ws.hist,
             ws.arrive[0], ws.state, cand_keys, cand_ids, topk_indices,
             batch, max_pages, plan.stripes,
@@ -544,15 +552,15 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
             dict(TOPK=topk, TOPK_BLOCK=topk_block, H=heads, D=head_dim, PS=page_size,
                  ROW_BYTES=row_bytes, PAGES_PER_ITEM=plan.pages_per_item,
                  BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
-                 HIST_BITS=_HIST_BITS, SELECT_HERE=plan.one_launch, TILE=_ONE_LAUNCH_TILE,
-                 num_warps=4)))
+                 HIST_BITS=_HIST_BITS, STAGES=_SCORE_STAGES, SELECT_HERE=plan.one_launch,
+                 TILE=_ONE_LAUNCH_TILE, num_warps=4, maxnreg=_SCORE_MAXNREG)))
         if not plan.one_launch:
             launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
                 seq_lens, block_table, scores, ws.state, ws.cursor, ws.arrive[1],
                 cand_keys, cand_ids, topk_indices,
                 max_pages, block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
                 dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=_FILTER_TILE,
-                     CAND_TILE=_CAND_TILE, num_warps=4)))
+                     CAND_TILE=_CAND_TILE, num_warps=_FILTER_WARPS)))
     for fn, grid, args, meta in launches:
         if warmup:
             fn.warmup(*args, grid=grid, **meta)
