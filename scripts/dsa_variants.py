@@ -60,11 +60,7 @@ ATTN_SWEEP = {
     7: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
     8: [(128, 32, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (128, 32, 4, 3)],
 }
-# Indexer overrides per row tile: ("fused", pages per dot, pivots) -- groups per program by the
-# rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
-IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
-             8192: [("fused", 4, 1), ("split", 16)],
-             16384: [("fused", 4, 3), ("split", 16)]}
+# The indexer's plan constants are swept by experiments/indexer_envelope.py.
 
 WARM_EV, N_EV = 5, 25
 WARM_GR, N_GR = 3, 20
@@ -239,35 +235,6 @@ def idx_call(mod, case):
     return lambda s: mod.run(**case.sets[s], topk_indices=case.outs[s][0])
 
 
-def idx_override(batch, pages, sweep):
-    """Monkeypatch the indexer module for one sweep point; returns (label, undo)."""
-    tile = triton.next_power_of_2(pages * PS)
-    saved = (I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS)
-    if sweep[0] == "fused":
-        cfg = idx_cfg(batch, pages, *sweep[1:])
-        I._fused_config = lambda b_, p_, t_, c=cfg: c
-        I._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
-        label = f"fused{cfg}"
-    else:
-        I._SPLIT_TILES = saved[1] + (tile,)
-        I._SPLIT_TOPK_WARPS = sweep[1]
-        label = f"split(topk warps {sweep[1]})"
-
-    def undo():
-        I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS = saved
-    return label, undo
-
-
-def idx_cfg(batch, pages, ppd, pivots):
-    tile = triton.next_power_of_2(pages * PS)
-    groups = triton.cdiv(pages, ppd)
-    warps = 4 * ppd
-    gpp = 1
-    while gpp < I._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > I._FUSED_TARGET_WARPS // warps:
-        gpp *= 2
-    return (ppd, gpp, warps, pivots)
-
-
 class Runner:
     def __init__(self, args):
         self.args = args
@@ -314,7 +281,6 @@ def precompile(attn_cases, idx_cases):
     t = time.time()
     jobs = []
     default_split = A._split_config
-    default_fused = I._fused_config
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
         for tokens, case in attn_cases.items():
             for cfg in [None] + ATTN_SWEEP.get(tokens, []):
@@ -326,16 +292,11 @@ def precompile(attn_cases, idx_cases):
                     print("precompile attn", tokens, cfg, exc)
         A._split_config = default_split
         for (batch, pages), case in idx_cases.items():
-            tile = triton.next_power_of_2(pages * PS)
-            for sw in [None] + IDX_SWEEP.get(tile, []):
-                undo = (lambda: None) if sw is None else idx_override(batch, pages, sw)[1]
-                try:
-                    I._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
-                    jobs.append(("idx", (batch, pages), sw))
-                except Exception as exc:
-                    print("precompile idx", batch, pages, sw, exc)
-                finally:
-                    undo()
+            try:
+                I._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
+                jobs.append(("idx", (batch, pages), None))
+            except Exception as exc:
+                print("precompile idx", batch, pages, exc)
     print(f"precompiled {len(jobs)} variants in {time.time() - t:.1f} s", flush=True)
 
 
@@ -421,18 +382,6 @@ def main():
         A._split_config = default
         r.save()
 
-    for (batch, pages), case in idx_cases.items():
-        tile = triton.next_power_of_2(pages * PS)
-        for sw in IDX_SWEEP.get(tile, []) if pages * PS > TOPK else []:
-            if r.left() < 20:
-                break
-            label, undo = idx_override(batch, pages, sw)
-            launch = lambda s: I._launch(**case.sets[s], topk_indices=case.outs[s][0])
-            try:
-                r.record("indexer", f"{batch}x{pages}", label, lambda: r.sweep_point(case, launch, idx_check))
-            finally:
-                undo()
-        r.save()
 
     # ---- kernels of the shipped (graph-cached) calls, from the profiler
     if r.left() > 15 and not SMOKE:

@@ -51,6 +51,9 @@ for stage in "$@"; do
     variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/${VAR_NAME:-variants}
       vdir=/tmp/records/${VAR_NAME:-variants}; mkdir -p $vdir
       timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+    envelope) # experiments/indexer_envelope.py (ENV_ARGS), records under /tmp/records/indexer_envelope
+      mkdir -p /tmp/records/indexer_envelope
+      timeout ${ENV_TIMEOUT:-330} python3 experiments/indexer_envelope.py ${ENV_ARGS:-} --out /tmp/records/indexer_envelope 2>&1 | tee /tmp/records/indexer_envelope/log.txt | tail -${ENV_TAIL:-70};;
     ncu) # Nsight Compute on NCU_CMD (a python script and its arguments) with NCU_ARGS (sections, -k, -c)
       mkdir -p /tmp/records
       timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
