@@ -178,11 +178,13 @@ def test_plan_table():
             plan = kernel._plan(batch, pages, PS, 132)
             ppi = plan.pages_per_item
             assert ppi & (ppi - 1) == 0 and ppi <= kernel._MAX_PAGES_PER_ITEM
-            assert ppi == kernel._MAX_PAGES_PER_ITEM or batch * -(-pages // ppi) <= kernel._ITEMS_PER_PROGRAM * resident
+            expected_items = (batch + 1) // 2 * -(-pages // ppi)
+            assert ppi == kernel._MAX_PAGES_PER_ITEM or expected_items <= kernel._ITEMS_PER_PROGRAM * resident
+            assert ppi == 1 or 2 * expected_items > kernel._ITEMS_PER_PROGRAM * resident
             assert plan.one_launch == (pages <= 128)
             assert 1 <= plan.stripes <= kernel._MAX_STRIPES
     assert kernel._plan(1, 2048, PS, 132) == kernel._Plan(False, 4, 4)
-    assert kernel._plan(64, 256, PS, 132) == kernel._Plan(False, 32, 1)
+    assert kernel._plan(64, 256, PS, 132) == kernel._Plan(False, 16, 1)
     assert kernel._plan(30, 91, PS, 132) == kernel._Plan(True, 4, 1)
 
 

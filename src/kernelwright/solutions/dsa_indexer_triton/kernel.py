@@ -61,19 +61,17 @@ _ONE_LAUNCH_TILE = 2048
 _FILTER_TILE = 4096
 _CAND_TILE = 4096
 # Scoring grid: one program per work item.  Pages per item: at most about _ITEMS_PER_PROGRAM
-# items per resident program (_PROGRAMS_PER_SM 4-warp programs per SM: ~160 registers) for a
-# batch of full rows (each item costs a pipeline fill and an arrival round trip).
-_PROGRAMS_PER_SM = 3
-_ITEMS_PER_PROGRAM = 2
+# items per resident program (_PROGRAMS_PER_SM 4-warp programs per SM) for the expected fill of
+# a batch (each item costs a pipeline fill and an arrival round trip).  Registers (ptxas,
+# sm_90a, offline): 106-112 (4 programs per SM) without the one-launch select, 152-156 (3) with.
+_PROGRAMS_PER_SM = 4
+_ITEMS_PER_PROGRAM = 1
 _MAX_PAGES_PER_ITEM = 32
 # Pipeline depth of the page loop (block-table entry, then the K page and its scales): 5 keeps
 # four 8 KB K pages in shared memory, three in flight.
 _SCORE_STAGES = 5
-# Register cap of _score_kernel so that 3 programs fit an SM (3 x 128 threads x 168 <= 64K);
-# measured offline (ptxas, sm_90a): 153-163 registers without the one-launch select, 176 with
-# it, 168 with 8 bytes of spill.
-_SCORE_MAXNREG = 168
-# Warps of _filter_kernel (16 scores and 16 candidates per thread at the tiles below).
+# Warps of _filter_kernel (16 scores and 16 candidates per thread at the tiles below: 164
+# registers, one program per SM).
 _FILTER_WARPS = 8
 # Histogram copies per row (item i counts into copy i % stripes) for wide rows, so that no bin
 # address takes more than about 1/stripes of a long row's atomics.
@@ -139,8 +137,9 @@ def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, se
         # to swap a token there and fail the sorted-score check (seen on the H200 for this
         # kernel and for DeepGEMM's logits alike, workload 6b10b6da).
         logits = tl.dot(k, qt, max_num_imprecise_acc=32)          # [PS, H] fp32
-        logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
-        score = tl.sum(logits, axis=1)                            # [PS]
+        # The layout's per-token scales are amax / 448 >= 0, so relu(scale * x) equals
+        # scale * relu(x): the scale is applied once per token, after the head sum.
+        score = tl.sum(tl.maximum(logits, 0.0) * w[None, :], axis=1) * scale   # [PS]
         tok = p * PS + offs_t
         valid = tok < seq
         tl.store(score_row + tok, score, mask=valid)
@@ -453,13 +452,17 @@ def _plan(batch: int, max_pages: int, page_size: int, num_sms: int) -> _Plan:
     """The launch plan for a call of these shapes (rows wider than topk exist).
 
     pages_per_item: the smallest power of two (<= _MAX_PAGES_PER_ITEM) for which the items of
-    a batch of full rows number at most _ITEMS_PER_PROGRAM per resident program
-    (_PROGRAMS_PER_SM per SM).  The scoring grid has one program per item of such a batch.
+    the expected batch number at most _ITEMS_PER_PROGRAM per resident program (_PROGRAMS_PER_SM
+    per SM).  The expected batch: rows averaging half the width (lengths spread below the
+    width, one full row), i.e. the pages of (batch + 1) // 2 full rows; a batch of one is one
+    full row.  The scoring grid has one program per item of a batch of full rows, so that any
+    seq_lens fit it.
     """
     tokens = max_pages * page_size
     resident = num_sms * _PROGRAMS_PER_SM
     ppi = 1
-    while ppi < _MAX_PAGES_PER_ITEM and batch * triton.cdiv(max_pages, ppi) > _ITEMS_PER_PROGRAM * resident:
+    expected_rows = (batch + 1) // 2
+    while ppi < _MAX_PAGES_PER_ITEM and expected_rows * triton.cdiv(max_pages, ppi) > _ITEMS_PER_PROGRAM * resident:
         ppi *= 2
     stripes = max(1, min(_MAX_STRIPES, triton.next_power_of_2(tokens) // _STRIPE_TOKENS))
     one_launch = triton.next_power_of_2(tokens) <= _ONE_LAUNCH_MAX_TOKENS
@@ -553,7 +556,7 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
                  ROW_BYTES=row_bytes, PAGES_PER_ITEM=plan.pages_per_item,
                  BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
                  HIST_BITS=_HIST_BITS, STAGES=_SCORE_STAGES, SELECT_HERE=plan.one_launch,
-                 TILE=_ONE_LAUNCH_TILE, num_warps=4, maxnreg=_SCORE_MAXNREG)))
+                 TILE=_ONE_LAUNCH_TILE, num_warps=4)))
         if not plan.one_launch:
             launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
                 seq_lens, block_table, scores, ws.state, ws.cursor, ws.arrive[1],
