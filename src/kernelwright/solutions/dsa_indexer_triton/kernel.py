@@ -58,8 +58,8 @@ _ONE_LAUNCH_MAX_TOKENS = 8192
 # Scores per filter step and candidates held in registers by the final select: in the scoring
 # kernel (one-launch rows) and in _filter_kernel.  Larger candidate lists are streamed.
 _ONE_LAUNCH_TILE = 2048
-_FILTER_TILE = 4096
-_CAND_TILE = 4096
+_FILTER_TILE = 8192
+_CAND_TILE = 8192
 # Scoring grid: one program per work item.  Pages per item: at most about _ITEMS_PER_PROGRAM
 # items per resident program (_PROGRAMS_PER_SM 4-warp programs per SM) for the expected fill of
 # a batch (each item costs a pipeline fill and an arrival round trip).  Registers (ptxas,
@@ -70,9 +70,9 @@ _MAX_PAGES_PER_ITEM = 32
 # Pipeline depth of the page loop (block-table entry, then the K page and its scales): 5 keeps
 # four 8 KB K pages in shared memory, three in flight.
 _SCORE_STAGES = 5
-# Warps of _filter_kernel (16 scores and 16 candidates per thread at the tiles below: 164
-# registers, one program per SM).
-_FILTER_WARPS = 8
+# Warps of _filter_kernel: 16 scores and 16 candidates per thread at the tiles above, 128
+# registers (24 bytes of spill; ptxas, sm_90a, offline), one program and 8192 scores per SM.
+_FILTER_WARPS = 16
 # Histogram copies per row (item i counts into copy i % stripes) for wide rows, so that no bin
 # address takes more than about 1/stripes of a long row's atomics.
 _STRIPE_TOKENS = 32768
