@@ -338,21 +338,39 @@ def overrides(mod, values):
         mod._entries.clear()
 
 
-def precompile(cases, sweep):
-    """Compile the new kernel's launches of every shape (and of the sweep variants) up front,
-    in parallel threads."""
+def empty_inputs(batch, pages):
+    """Uninitialised tensors of one shape (what a compile needs: shapes, dtypes, strides and
+    alignment, the same as the real inputs')."""
+    d = BUILTIN.definition
+    axes = workload(batch, pages).axes
+    return {"q_index_fp8": torch.empty(d.shape_of("q_index_fp8", axes), dtype=torch.float8_e4m3fn, device=DEV),
+            "k_index_cache_fp8": torch.empty((batch * pages, PS, 1, 132), dtype=torch.int8, device=DEV),
+            "weights": torch.empty((batch, 64), dtype=torch.float32, device=DEV),
+            "seq_lens": torch.empty(batch, dtype=torch.int32, device=DEV),
+            "block_table": torch.empty((batch, pages), dtype=torch.int32, device=DEV)}
+
+
+def precompile(shapes, modules, sweep):
+    """Compile the launches of every shape for each module with a ``_launch(..., warmup=True)``
+    (new, v2), and the new kernel's sweep variants, in parallel threads."""
     t = time.time()
     n = 0
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
-        for (batch, pages), case in cases.items():
-            variants = [{}] + ([v for _, v in SWEEP] if sweep and (batch, pages) in SWEEP_SHAPES else [])
-            for values in variants:
-                with overrides(NEW, values):
-                    try:
-                        NEW._launch(**case.sets[0], topk_indices=case.outs[0], warmup=True)
-                        n += 1
-                    except Exception as exc:
-                        print(f"precompile {batch}x{pages} {values}: {exc}", flush=True)
+        for batch, pages in shapes:
+            inputs = empty_inputs(batch, pages)
+            out = torch.empty((batch, TOPK), dtype=torch.int32, device=DEV)
+            for mod in modules:
+                variants = [{}]
+                if mod is NEW and sweep and (batch, pages) in SWEEP_SHAPES:
+                    variants += [v for _, v in SWEEP]
+                for values in variants:
+                    with overrides(mod, values):
+                        try:
+                            mod._launch(**inputs, topk_indices=out, warmup=True)
+                            n += 1
+                        except Exception as exc:
+                            print(f"precompile {batch}x{pages} {values}: {exc}", flush=True)
+            del inputs
     print(f"precompiled {n} launch sets in {time.time() - t:.1f} s", flush=True)
 
 
@@ -460,15 +478,12 @@ def main():
         print(json.dumps({k: v for k, v in row.items() if k != "samples"}), flush=True)
         save()
 
-    # precompile the new kernel on the shapes of the contest set and a few envelope shapes
-    # (the rest compile at their first call: the same handful of variants)
     if not SMOKE:
         try:
-            warm_cases = {s: Case(*s, seed=7) for s in shapes if s in SWEEP_SHAPES or s in CONTEST}
-            precompile(warm_cases, sweep=not args.no_sweep)
-            del warm_cases
+            precompile(shapes, [NEW] + ([v2_mod] if v2_mod is not None else []), sweep=not args.no_sweep)
         except Exception as exc:
             print(f"precompile failed: {exc}", flush=True)
+        torch.cuda.empty_cache()
     for batch, pages in shapes:
         shape = f"{batch}x{pages * PS // 1024}K" if pages * PS >= 4096 else f"{batch}x{pages}p"
         try:

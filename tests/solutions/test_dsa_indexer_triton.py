@@ -164,6 +164,15 @@ def test_batch_sizes(monkeypatch, batch):
     _roundtrip(_inputs(batch, 48, batch * 48 + 7, seed=40 + batch, device="cpu"))
 
 
+def test_batch_over_workspace_rows():
+    # 66 rows: a 128-row work-list block and a workspace of more than the first 64 rows;
+    # mostly pass-through rows, three scored ones among them.
+    lens = [5 + (i % 7) * 300 for i in range(66)]
+    lens[3], lens[40], lens[65] = 2100, 2176, 2049
+    _roundtrip(_inputs(66, 34, 66 * 34, seed=15, device="cpu", seq_lens=lens))
+    assert kernel._workspaces[("cpu", None)][-1].rows >= 66
+
+
 def test_default_plan_one_launch():
     # The default plan at a small width (3 rows of up to 64 pages: one launch).
     assert kernel._plan(3, 64, PS, kernel._CPU_SMS).one_launch

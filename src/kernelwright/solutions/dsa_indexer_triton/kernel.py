@@ -179,12 +179,14 @@ def _filter_tile(score_row, bt_row, out_row, cand_key_row, cand_id_row, cursor, 
     int64 cursor (low half: output slots, high half: candidate slots).  Returns the two counts."""
     offs = t0 + tl.arange(0, TILE)
     valid = offs < seq
+    # The block-table entries are loaded for every valid token (TILE / PS distinct ones), so
+    # that this load does not wait for the scores.
+    page = tl.load(bt_row + offs // PS, mask=valid, other=0)
     # .cg: in the one-launch path the scores were stored by other programs of this launch.
     key = _order_key(tl.load(score_row + offs, mask=valid, other=0.0, cache_modifier=".cg"))
     bins = _key_bin(key, HIST_BITS)
     gt = valid & (bins > thr_bin)
     eq = valid & (bins == thr_bin)
-    page = tl.load(bt_row + offs // PS, mask=gt | eq, other=0)
     ids = page * PS + offs % PS
     # One scan for both ranks: greater-than flags in the low 16 bits, bin-T flags in the high.
     csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
@@ -495,13 +497,13 @@ def _new_workspace(device, rows):
 
 
 def _row_workspace(device, batch) -> _Workspace:
-    """The device's workspace with room for `batch` rows.  Kept for the life of the process and
-    never freed (a captured graph refers to it by address); a larger batch allocates a larger
-    one beside it.  Asked for inside someone else's capture with too small a workspace, returns
+    """The device's workspace with room for `batch` rows (and histograms of the current
+    _HIST_BITS).  Kept for the life of the process and never freed (a captured graph refers to
+    it by address); a larger batch allocates a larger one beside it.  Asked for inside someone else's capture with too small a workspace, returns
     a fresh zeroed one (zero-fill nodes of that graph, fresh on every replay)."""
     key = (device.type, device.index)
     have = _workspaces.get(key)
-    if have is not None and have[-1].rows >= batch:
+    if have is not None and have[-1].rows >= batch and have[-1].hist.shape[1] >= _MAX_STRIPES << _HIST_BITS:
         return have[-1]
     if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
         return _new_workspace(device, batch)
