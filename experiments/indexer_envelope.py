@@ -15,8 +15,10 @@ definition's input helpers) into one of two buffer sets, so results are recomput
 
 Kernels:
   new     kernelwright.solutions.dsa_indexer_triton.kernel (this tree)
-  v2      the kernel before issue 18: ``--old-kernel FILE`` or ``git show REF:<kernel path>``
-          (``--old-ref``, default the last v2 commit); skipped with the reason if neither works
+  v2      the kernel before issue 18: ``--old-kernel FILE``, else ``git show REF:<kernel path>``
+          (``--old-ref``, default the last v2 commit), else ``.carry/indexer_v2_kernel.py``
+          (made before the call: ``git show 9911388:<kernel path> > .carry/indexer_v2_kernel.py``,
+          with ``.carry`` carried); skipped with the reason if none works
   recipe  kernelwright.baselines.indexer_deepgemm_flashinfer_premeta (DeepGEMM
           fp8_paged_mqa_logits + FlashInfer top_k_page_table_transform, metadata in its
           untimed prepare); skipped with the reason if it does not import
@@ -51,6 +53,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -70,6 +73,7 @@ from kernelwright.trace import RandomInput, Workload, torch_dtype
 
 KERNEL_PATH = "src/kernelwright/solutions/dsa_indexer_triton/kernel.py"
 V2_REF = "9911388b812a20fa9a27666c888a1d11f5efa6ee"
+V2_CARRIED = ".carry/indexer_v2_kernel.py"
 HBM_TBPS = 4.27
 TOPK = 2048
 PS = 64
@@ -77,6 +81,8 @@ PAGE_BYTES = PS * 132
 BATCHES = (1, 4, 16, 32, 64)
 CONTEXTS = (4096, 8192, 16384, 32768, 65536, 131072)
 CONTEST = ((1, 20), (16, 32), (15, 40), (30, 91))      # (batch, max_num_pages)
+# Shapes with a recipe time quoted in issue 18: measured first.
+KEY_SHAPES = ((1, 2048), (64, 256), (16, 512))
 SMALL = ("q_index_fp8", "weights", "seq_lens", "block_table")
 # Sweep of the new kernel's plan constants: (label, module overrides) on a few shapes.
 SWEEP_SHAPES = ((30, 91), (15, 40), (16, 64), (64, 128), (4, 256), (64, 256), (1, 2048), (16, 512))
@@ -210,7 +216,8 @@ class Case:
 
 # ------------------------------------------------------------------------------------ kernels
 def load_v2(args):
-    """The v2 module, or (None, reason)."""
+    """The v2 module, or (None, reason): from --old-kernel, else ``git show``, else the carried
+    copy V2_CARRIED (the device machine's tree has no git history)."""
     src = None
     if args.old_kernel:
         src = Path(args.old_kernel).read_text()
@@ -218,8 +225,11 @@ def load_v2(args):
         try:
             src = subprocess.run(["git", "show", f"{args.old_ref}:{KERNEL_PATH}"], check=True,
                                  capture_output=True, text=True).stdout
-        except Exception as exc:  # no git history on this machine
-            return None, f"git show {args.old_ref[:10]} failed ({type(exc).__name__}); pass --old-kernel FILE"
+        except Exception as exc:
+            if not Path(V2_CARRIED).is_file():
+                return None, (f"git show {args.old_ref[:10]} failed ({type(exc).__name__}) and no "
+                              f"{V2_CARRIED}; pass --old-kernel FILE")
+            src = Path(V2_CARRIED).read_text()
     path = Path(tempfile.mkdtemp()) / "indexer_v2_kernel.py"
     path.write_text(src)
     spec = importlib.util.spec_from_file_location("indexer_v2_kernel", path)
@@ -438,7 +448,8 @@ def main():
     left = lambda: args.budget - (time.time() - t0)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    shapes = list(CONTEST) + [(b, c // PS) for c in CONTEXTS for b in BATCHES]
+    envelope = [(b, c // PS) for c in CONTEXTS for b in BATCHES]
+    shapes = list(KEY_SHAPES) + list(CONTEST) + [s for s in envelope if s not in KEY_SHAPES]
     if args.smoke:
         DEV, SMOKE = torch.device("cpu"), True
         shapes = [(2, 20), (2, 40)]
@@ -484,8 +495,14 @@ def main():
         except Exception as exc:
             print(f"precompile failed: {exc}", flush=True)
         torch.cuda.empty_cache()
+    signal.signal(signal.SIGTERM, lambda *_: (table(rows), sys.exit(124)))   # an outer timeout
     for batch, pages in shapes:
-        shape = f"{batch}x{pages * PS // 1024}K" if pages * PS >= 4096 else f"{batch}x{pages}p"
+        ctx = pages * PS
+        shape = f"{batch}x{ctx // 1024}K" if ctx >= 4096 and ctx % 1024 == 0 else f"{batch}x{pages}p"
+        if left() < 20:
+            print(f"{shape}: skipped (budget)", flush=True)
+            rows.append({"kind": "shape", "shape": shape, "kernel": "new", "error": "skipped (budget)"})
+            continue
         try:
             case = Case(batch, pages, seed=1000 + batch * 7 + pages)
         except Exception as exc:
