@@ -148,19 +148,21 @@ def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, se
 
 
 @triton.jit
-def _threshold_bin(hist_row, stripes, k, HIST_BITS: tl.constexpr):
-    """Sums the row's `stripes` histogram copies (and zeroes them for the next call); returns
-    (T, above, inside): T the highest bin with count(bin >= T) >= k, `above` the count in bins
-    > T (< k), `inside` the count in bin T."""
+def _threshold_bin(hist_row, stripes, k, HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr):
+    """Sums the row's `stripes` (<= MAX_STRIPES) histogram copies (and zeroes them for the next
+    call); returns (T, above, inside): T the highest bin with count(bin >= T) >= k, `above` the
+    count in bins > T (< k), `inside` the count in bin T."""
     NB: tl.constexpr = 1 << HIST_BITS
     offs = tl.arange(0, NB)
     h = tl.zeros([NB], dtype=tl.int32)
-    s = tl.full([], 0, tl.int32)
-    while s < stripes:
+    # Unrolled over MAX_STRIPES with masks, so that the copies' loads are in flight together.
+    for s in tl.static_range(MAX_STRIPES):
         # .cg: counted by atomics of other programs (at L2).
-        h += tl.load(hist_row + s * NB + offs, cache_modifier=".cg")
-        tl.store(hist_row + s * NB + offs, tl.zeros([NB], dtype=tl.int32))
-        s += 1
+        h += tl.load(hist_row + s * NB + offs, mask=(offs < NB) & (s < stripes), other=0,
+                     cache_modifier=".cg")
+    for s in tl.static_range(MAX_STRIPES):
+        tl.store(hist_row + s * NB + offs, tl.zeros([NB], dtype=tl.int32),
+                 mask=(offs < NB) & (s < stripes))
     at_or_above = tl.sum(h, axis=0) - tl.cumsum(h, axis=0) + h
     thr = tl.max(tl.where(at_or_above >= k, offs, -1), axis=0)
     above = tl.sum(tl.where(offs > thr, h, 0), axis=0)
@@ -335,8 +337,8 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
-                  HIST_BITS: tl.constexpr, STAGES: tl.constexpr, SELECT_HERE: tl.constexpr,
-                  TILE: tl.constexpr):
+                  HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr, STAGES: tl.constexpr,
+                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr):
     """One program per work item of the call (see the module docstring); the grid covers a
     batch of full-width rows, programs past the call's item count return at once.
 
@@ -376,7 +378,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
             if arrived == row_items - 1:
                 tl.store(arrive_ptr + b, 0)
-                thr, above, inside = _threshold_bin(hist_row, stripes, TOPK, HIST_BITS)
+                thr, above, inside = _threshold_bin(hist_row, stripes, TOPK, HIST_BITS, MAX_STRIPES)
                 if SELECT_HERE:
                     cand_key_row = cand_key_ptr + b * stride_sb
                     cand_id_row = cand_id_ptr + b * stride_sb
@@ -557,7 +559,8 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
             dict(TOPK=topk, TOPK_BLOCK=topk_block, H=heads, D=head_dim, PS=page_size,
                  ROW_BYTES=row_bytes, PAGES_PER_ITEM=plan.pages_per_item,
                  BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
-                 HIST_BITS=_HIST_BITS, STAGES=_SCORE_STAGES, SELECT_HERE=plan.one_launch,
+                 HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
+                 SELECT_HERE=plan.one_launch,
                  TILE=_ONE_LAUNCH_TILE, num_warps=4)))
         if not plan.one_launch:
             launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
