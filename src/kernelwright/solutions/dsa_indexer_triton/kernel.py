@@ -386,6 +386,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                     n_eq = tl.full([], 0, tl.int32)
                     t0 = tl.full([], 0, tl.int32)
                     while t0 < seq:
+                        # Running bases (ATOMIC_BASES False: the cursor argument is unused).
                         tile_gt, tile_eq = _filter_tile(
                             score_row, bt_row, out_row, cand_key_row, cand_id_row, arrive_ptr,
                             t0, seq, thr, n_gt, n_eq, TILE, PS, HIST_BITS, False)
