@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping
 import torch
 
 from kernelwright.definitions.base import (
-    BuiltinDefinition, RooflineWork, Tolerance, contest_axes, load_definition,
+    BuiltinDefinition, RooflineWork, StrictRule, Tolerance, contest_axes, load_definition,
 )
 from kernelwright.definitions.moe_fp8 import reference
 from kernelwright.inputs import random_tensor, synth_routing_bias, synth_routing_logits
@@ -106,11 +106,16 @@ def quick_workloads() -> List[Workload]:
             _workload("quick-moe-t37", 37, 96)]
 
 
+# kernelwright's strict rule (docs/gate.md, "The strict verdict"): honest FP8 kernels re-quantise
+# C = silu(gate) * up to e4m3 and reach relative L2 ~2.3e-2 (worst row ~2.8e-2) against this fp32
+# reference; an output scaled by 0.8 scores 0.2, a dropped or zeroed token row 1.0
+STRICT = StrictRule(max_rel_l2=6e-2, max_row_rel_l2=0.1, row_axes=1)
+
 BUILTIN = BuiltinDefinition(
     short="moe",
     definition=DEFINITION,
     reference=reference.run,
-    tolerance=Tolerance(atol=1.0, rtol=0.3, required_matched_ratio=0.9),
+    tolerance=Tolerance(atol=1.0, rtol=0.3, required_matched_ratio=0.9, strict=STRICT),
     checker="elementwise",
     make_inputs=make_inputs,
     public_workloads=public_workloads,
