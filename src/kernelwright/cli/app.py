@@ -31,19 +31,23 @@ console = Console(width=None if Console().is_terminal else 160)
 @app.command("defs")
 @one_line_errors
 def defs_cmd() -> None:
-    """List the built-in definitions with their workload counts and tolerances."""
+    """List the built-in definitions with their workload counts, tolerances (contest rule and
+    strict rule, docs/gate.md) and checkers."""
     from rich.table import Table
 
     from kernelwright import definitions
 
     table = Table(title="built-in definitions", title_justify="left")
-    for col in ("definition", "alias", "op_type", "workloads", "tolerance (atol/rtol/ratio)", "checker"):
+    for col in ("definition", "alias", "op_type", "workloads", "contest (atol/rtol/ratio)",
+                "strict (rel-L2 / row rel-L2)", "checker"):
         table.add_column(col)
     for b in definitions.all_builtins():
         tol = b.tolerance
         demo = " (demo)" if "demo" in b.definition.tags else ""
+        strict = "—" if tol.strict is None else (
+            f"{tol.strict.max_rel_l2:g} / " + ("—" if tol.strict.max_row_rel_l2 is None else f"{tol.strict.max_row_rel_l2:g}"))
         table.add_row(b.name + demo, b.short, b.definition.op_type, str(len(b.public_workloads())),
-                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", b.checker)
+                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", strict, b.checker)
     console.print(table)
 
 
@@ -55,11 +59,31 @@ def _builtins(names: Optional[List[str]], quick: bool, include_demo: bool = Fals
 
 
 def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optional[int], trials: Optional[int],
-            fast_unsafe: bool):
+            fast_unsafe: bool, contest_rule: bool = False):
     from kernelwright.gate.evaluate import GateConfig
 
     return GateConfig.preset(device, quick, warmup=warmup, iterations=iterations, trials=trials,
-                             guards=not fast_unsafe)
+                             guards=not fast_unsafe, contest_rule=contest_rule)
+
+
+CONTEST_RULE_HELP = ("Judge correctness by the FlashInfer-Bench (contest) rule alone; by default a check must also pass "
+                     "the definition's strict rule (relative L2 error, per row for MoE and attention: docs/gate.md). "
+                     "The strict errors are still recorded; traces and summary say which rule judged.")
+
+
+def verdict_meta(builtins, cfg) -> dict:
+    """``summary.json`` ``meta.verdict``: which rule judged (``contest+strict`` or ``contest``)
+    and each definition's thresholds."""
+    per = {}
+    for b in builtins:
+        tol = b.tolerance.contest_only() if cfg.contest_rule else b.tolerance
+        strict = tol.strict
+        per[b.name] = {"rule": tol.rule,
+                       "contest": {"atol": tol.atol, "rtol": tol.rtol, "required_matched_ratio": tol.required_matched_ratio},
+                       "strict": None if strict is None else {"max_rel_l2": strict.max_rel_l2,
+                                                              "max_row_rel_l2": strict.max_row_rel_l2,
+                                                              "row_axes": strict.row_axes}}
+    return {"contest_rule_only": cfg.contest_rule, "definitions": per}
 
 
 def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "",
@@ -85,7 +109,7 @@ def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "
 
 
 def _finish(result, plans, cfg, out: Path, extra_meta=None):
-    from kernelwright.gate.environment import environment
+    from kernelwright.gate.environment import environment, source_revision
     from kernelwright.report.summary import summarize
     from kernelwright.report.tables import render_summary
 
@@ -94,7 +118,12 @@ def _finish(result, plans, cfg, out: Path, extra_meta=None):
     meta = {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
             "device": cfg.device, "environment": environment(cfg.device).model_dump(),
             "config": cfg.__dict__, "seconds": round(result.seconds, 1),
-            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason}}
+            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason},
+            "code": source_revision(),
+            "solutions": {c.solution.name: {"content_hash": c.solution.content_hash(), "label": c.label,
+                                            "role": c.role, "definition": c.solution.definition}
+                          for p in plans for c in p.candidates},
+            "verdict": verdict_meta(builtins.values(), cfg)}
     meta.update(extra_meta or {})
     summary = summarize(result.traces, builtins, roles, result.lower_bounds, meta)
     write_json(out / "summary.json", summary)
@@ -127,6 +156,7 @@ def bench_cmd(
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
+    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
     pool: Optional[int] = typer.Option(None, "--pool", min=0, help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Run the jobs on a Ray cluster: auto, host:6379, ray://host:10001 or local (needs the ray extra; falls back to the local pool without it)."),
 ) -> None:
@@ -140,7 +170,7 @@ def bench_cmd(
 
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     builtins = _builtins(definition, quick, include_demo=bool(definition))
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule)
     plans = []
     for b in builtins:
         base_name = b.name.replace("__quick", "")
@@ -198,6 +228,7 @@ def eval_cmd(
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
+    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
 ) -> None:
     """Evaluate one solution under the gate: a summary table, one line per failed workload, exit 1
     when any workload fails."""
@@ -214,7 +245,7 @@ def eval_cmd(
     if problem:
         raise UsageError(problem)
     device = require_device(device)
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule)
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit), [Candidate(sol, sol.name)])]
     result = _run_plans(plans, cfg, out, "eval")
@@ -229,7 +260,12 @@ def eval_cmd(
         traces = hres.traces.get(builtin.name, [])
         passed = sum(1 for t in traces if t.trusted_pass)
         console.print(f"hidden split: {passed}/{len(traces)} workloads passed (shapes not shown)")
-        write_json(out / "final.json", {"public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
+        from kernelwright.gate.environment import source_revision
+
+        write_json(out / "final.json", {"code": source_revision(), "solution": sol.name,
+                                        "content_hash": sol.content_hash(),
+                                        "rule": (builtin.with_contest_rule() if contest_rule else builtin).tolerance.rule,
+                                        "public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
                                         "final_verdict": "PASSED" if ok and passed == len(traces) else "FAILED"})
         ok = ok and passed == len(traces)
     if not ok:
