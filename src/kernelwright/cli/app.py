@@ -292,7 +292,12 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
     console.print(f"[bold]{info.get('name', torch.cuda.get_device_name(dev))}[/bold]  ({info['source']})")
     console.print(f"  copy bandwidth  {m['copy_bandwidth_Bps'] / 1e12:6.2f} TB/s   (peak {p['copy_bandwidth_Bps'] / 1e12:.2f})")
     console.print(f"  BF16 matmul     {m['bf16_flops'] / 1e12:6.0f} TFLOP/s (peak {p['bf16_flops'] / 1e12:.0f})")
-    console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s (peak {p['fp8_flops'] / 1e12:.0f})")
+    peak_fp8 = f"(peak {p['fp8_flops'] / 1e12:.0f})" if "fp8_flops" in p else "(no datasheet peak)"
+    if "fp8_flops" in m:
+        console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s {peak_fp8}")
+    else:
+        console.print(f"  FP8 matmul      not measured {peak_fp8}: {m.get('fp8_flops_unmeasured', 'no value')}; "
+                      "FP8 roofline floors have no FLOP term")
     if "launch_latency_s" in m:
         console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs by CUDA events (floor of any call)")
 

@@ -97,10 +97,12 @@ class RooflineWork:
         and optionally ``launch_latency_s``: the latency of one trivial kernel measured the way
         the gate measures (CUDA events, device idle before the start event).  A call must launch
         at least one kernel, so no honest latency is below it, whatever the bytes and FLOPs.
+        Without a rate for this unit (``device_info``: the FP8 matmul could not be timed) the
+        FLOP term is left out: the floor is then lower, never invented.
         """
-        rate = ceilings[f"{self.unit}_flops"]
-        return max(self.flops / rate, self.bytes / ceilings["copy_bandwidth_Bps"],
-                   ceilings.get("launch_latency_s", 0.0))
+        rate = ceilings.get(f"{self.unit}_flops")
+        compute_s = self.flops / rate if rate else 0.0
+        return max(compute_s, self.bytes / ceilings["copy_bandwidth_Bps"], ceilings.get("launch_latency_s", 0.0))
 
     @staticmethod
     def mean(works: "List[RooflineWork]") -> "RooflineWork":
