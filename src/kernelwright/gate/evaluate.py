@@ -474,6 +474,12 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     load = session.load_reply
     if watch.files:
         return _rejected(ctx, run, guards.FILE_TAMPERED, f"protected files changed while loading: {watch.files[:8]}", gate), None
+    gaps = list(load.get("integrity_gaps") or [])
+    own_gaps = integrity.gap_concerns(gaps, ctx.builtin.base_name)
+    if own_gaps:
+        return _rejected(ctx, run, guards.INTEGRITY_INCOMPLETE,
+                         f"the worker's integrity snapshot misses this definition: {own_gaps[:3]}", gate), None
+    gate.warnings += [f"{guards.INTEGRITY_INCOMPLETE}: not snapshotted in the worker: {g}" for g in gaps]
     if cfg.guards and load.get("py_threads", 0) > load.get("py_threads_before", 1 << 30):
         return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                          f"importing the solution started {load['py_threads'] - load['py_threads_before']} Python "
