@@ -67,3 +67,35 @@ def test_canary_solutions_are_loadable_python():
             sol = canary_solution(b.name, len(b.definition.outputs), kind, short=b.short)
             compile(sol.sources[0].content, "kernel.py", "exec")
             assert sol.definition == b.name and (kind in FILLS or "damaged_outputs" in sol.sources[0].content)
+
+
+@pytest.mark.slow
+def test_contest_rule_flag_passes_what_only_the_strict_rule_rejects(tmp_path):
+    """Through the real gate: MoE x1.25 is rejected STRICT_TOLERANCE by default and PASSED under
+    GateConfig.contest_rule (``--contest-rule``), which records the rule and the strict errors."""
+    from dataclasses import replace
+
+    from kernelwright.gate.evaluate import SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.session import WorkerSession
+    from kernelwright.redteam.runner import gate_config
+
+    full = definitions.get("moe")
+    quick = full.quick_variant()
+    workload = next(w for w in quick.public_workloads() if w.axes["seq_len"] == 37)
+    sol = canary_solution(full.name, 1, "scale_1.25", short="moe")
+    verdicts = {}
+    for contest_rule in (False, True):
+        cfg = replace(gate_config("cpu"), trials=1, iterations=2, contest_rule=contest_rule)
+        session = WorkerSession(sol, "cpu", log_dir=tmp_path / str(contest_rule), protect=[])
+        ctx = WorkloadContext(quick, workload, cfg)
+        try:
+            verdicts[contest_rule] = evaluate(SolutionRun(session, requires_kernel=False, label=sol.name), ctx)
+        finally:
+            session.close()
+            ctx.release()
+    default, contest = verdicts[False], verdicts[True]
+    assert not default.passed and default.evaluation.gate.reasons[0] == "STRICT_TOLERANCE"
+    assert default.evaluation.correctness.extra["failed_rule"] == "strict"
+    assert contest.passed, contest.evaluation.log[-500:]
+    extra = contest.evaluation.correctness.extra
+    assert extra["rule"] == "contest" and extra["strict"]["output"]["rel_l2"] == pytest.approx(0.25, abs=0.01)
