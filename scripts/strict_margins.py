@@ -11,8 +11,8 @@ tolerance.  One row per (definition, entry): the worst strict errors over all ch
 threshold, the margin (threshold / worst error; > 1 passes, for a canary < 1 rejects), and how
 many checks each rule passed.
 
-``--full`` uses the contest workloads at full size (the first ``--limit`` of each definition,
-spread over the set) instead of the quick ones; that needs a GPU for MoE and the indexer.
+``--full`` uses ``--limit`` contest workloads of each definition at full size, spread over the set
+(the first, the last and evenly between), instead of the quick ones; that needs a GPU.
 Exit status 1 when an honest solution fails a check or a canary passes one it applies to.
 """
 
@@ -34,11 +34,11 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton is imported (CPU: the interpreter)
 
 from kernelwright import definitions  # noqa: E402
-from kernelwright.gate.checkers import check_outputs
-from kernelwright.gate.evaluate import normalize_outputs
-from kernelwright.inputs import make_generator
-from kernelwright.redteam.canaries import NEAR_MISSES, damaged_outputs, kinds_for
-from kernelwright.solutions import SHIPPED_ROOT, shipped_solutions
+from kernelwright.gate.checkers import check_outputs, strict_violation, worst_strict  # noqa: E402
+from kernelwright.gate.evaluate import normalize_outputs  # noqa: E402
+from kernelwright.inputs import make_generator  # noqa: E402
+from kernelwright.redteam.canaries import NEAR_MISSES, damaged_outputs, kinds_for  # noqa: E402
+from kernelwright.solutions import SHIPPED_ROOT, shipped_solutions  # noqa: E402
 
 
 def _entry(sol):
@@ -50,27 +50,20 @@ def _entry(sol):
 
 
 class Tally:
+    """The checks of one entry (a shipped solution or a canary) on one definition."""
+
     def __init__(self, role: str):
         self.role = role
-        self.errors: Dict[str, Dict[str, float]] = {}
-        self.checks = self.contest_pass = self.strict_pass = self.both_pass = 0
+        self.checks: List[Any] = []
         self.identical = 0   # canary draws whose damaged outputs equal the reference (not checks)
 
-    def add(self, check, tol) -> None:
-        self.checks += 1
-        self.both_pass += check.passed
-        contest_ok = check.failed_rule != "contest"
-        self.contest_pass += contest_ok
-        strict_ok = contest_ok and check.failed_rule != "strict"
-        if not contest_ok and tol.strict is not None:
-            from kernelwright.gate.checkers import strict_violation
-            strict_ok = all(strict_violation(n, e, tol.strict) is None for n, e in check.strict.items())
-        self.strict_pass += strict_ok
-        for name, errs in check.strict.items():
-            into = self.errors.setdefault(name, {})
-            for key, value in errs.items():
-                if value is not None:
-                    into[key] = max(into.get(key, 0.0), value)
+    def counts(self, tol) -> Dict[str, int]:
+        """How many checks each rule passed (the strict rule counted on its own errors, also where
+        the contest rule had already failed), and how many passed both."""
+        def strict_ok(check) -> bool:
+            return tol.strict is None or all(strict_violation(n, e, tol.strict) is None for n, e in check.strict.items())
+        return {"checks": len(self.checks), "contest_passed": sum(c.failed_rule != "contest" for c in self.checks),
+                "strict_passed": sum(strict_ok(c) for c in self.checks), "both_passed": sum(c.passed for c in self.checks)}
 
 
 def main(argv: List[str]) -> int:
@@ -104,7 +97,7 @@ def main(argv: List[str]) -> int:
                 expected = normalize_outputs(builtin.reference(**inputs), builtin.definition.output_names)
                 for name, (fn, dps) in entries.items():
                     outs = _call_outputs(builtin, w, fn, dps, inputs, device)
-                    tallies[name].add(check_outputs(builtin.checker, outs, expected, tol, inputs), tol)
+                    tallies[name].checks.append(check_outputs(builtin.checker, outs, expected, tol, inputs))
                 for kind in canaries:
                     if not NEAR_MISSES[kind].applies(builtin, w):
                         continue
@@ -113,25 +106,27 @@ def main(argv: List[str]) -> int:
                     if all(_same(outs[n], expected[n]) for n in expected):
                         tallies[f"canary {kind}"].identical += 1   # the damage changed nothing here
                         continue
-                    tallies[f"canary {kind}"].add(check_outputs(builtin.checker, outs, expected, tol, inputs), tol)
+                    tallies[f"canary {kind}"].checks.append(check_outputs(builtin.checker, outs, expected, tol, inputs))
         for name, t in tallies.items():
-            row = {"definition": short, "entry": name, "role": t.role, "checks": t.checks, "identical": t.identical,
-                   "contest_passed": t.contest_pass, "strict_passed": t.strict_pass, "both_passed": t.both_pass,
-                   "errors": t.errors,
+            counts = t.counts(tol)
+            errors = {o: {k: v for k, v in e.items() if v is not None} for o, e in worst_strict(t.checks).items()}
+            row = {"definition": short, "entry": name, "role": t.role, **counts, "identical": t.identical,
+                   "errors": errors,
                    "thresholds": {"max_rel_l2": tol.strict.max_rel_l2, "max_row_rel_l2": tol.strict.max_row_rel_l2}
                    if tol.strict else None}
             if tol.strict:
-                worst = max([e.get("rel_l2", 0.0) for e in t.errors.values()] or [0.0])
-                worst_row = max([e.get("row_rel_l2", 0.0) for e in t.errors.values()] or [0.0])
+                worst = max([e.get("rel_l2", 0.0) for e in errors.values()] or [0.0])
+                worst_row = max([e.get("row_rel_l2", 0.0) for e in errors.values()] or [0.0])
                 row["margin_rel_l2"] = tol.strict.max_rel_l2 / worst if worst > 0 else math.inf
                 row["margin_row_rel_l2"] = (tol.strict.max_row_rel_l2 / worst_row
                                             if tol.strict.max_row_rel_l2 and worst_row > 0 else math.inf)
             rows.append(row)
-            if (t.role == "honest" and t.both_pass < t.checks) or (t.role == "canary" and t.both_pass):
+            if (t.role == "honest" and counts["both_passed"] < counts["checks"]) or (t.role == "canary" and counts["both_passed"]):
                 bad.append(f"{short} {name}")
-            errs = "  ".join(f"{o}: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()) for o, e in t.errors.items())
-            print(f"{short:9s} {name:34s} checks {t.checks:3d}  contest {t.contest_pass:3d}  strict {t.strict_pass:3d}  "
-                  f"both {t.both_pass:3d}  (same as ref {t.identical})  | {errs}  | margin rel {row.get('margin_rel_l2', float('nan')):.3g} "
+            errs = "  ".join(f"{o}: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()) for o, e in errors.items())
+            print(f"{short:9s} {name:34s} checks {counts['checks']:3d}  contest {counts['contest_passed']:3d}  "
+                  f"strict {counts['strict_passed']:3d}  both {counts['both_passed']:3d}  (same as ref {t.identical})  "
+                  f"| {errs}  | margin rel {row.get('margin_rel_l2', float('nan')):.3g} "
                   f"row {row.get('margin_row_rel_l2', float('nan')):.3g}", flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

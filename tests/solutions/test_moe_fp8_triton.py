@@ -3,7 +3,7 @@
 CPU runs go through the Triton interpreter (tests/conftest.py sets TRITON_INTERPRET=1 without
 CUDA) at the reduced ``moe__quick`` sizes (H=256, I=128, E=256, E_local=32).  Every end-to-end
 case checks, besides the gate's default verdict (``check_outputs``: the contest rule atol 1,
-rtol 0.3, matched ratio 0.9, and the strict rule, relative L2 <= 6e-2 and <= 0.1 per token row):
+rtol 0.3, matched ratio 0.9, and the strict rule, relative L2 <= 7e-2 and <= 0.1 per token row):
   * no NaN (the output is poisoned with NaN before the call) and exact zeros for tokens that
     have no local expert;
   * relative L2 error against the reference < 5e-2 (FP8 re-quantisation of C costs ~2e-2);

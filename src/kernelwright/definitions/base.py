@@ -25,9 +25,9 @@ DATA_DIR = Path(__file__).parent / "data"
 @dataclass(frozen=True)
 class StrictRule:
     """kernelwright's own numerical verdict, judged beside the contest rule (docs/gate.md,
-    "The strict verdict", gives each definition's thresholds and their measured basis).
+    section 2a, gives each definition's thresholds and their measured basis).
 
-    For every floating-point output x against the reference y (both as float64), positions where
+    For every floating-point output x against the reference y (float32, norms summed in float64), positions where
     the reference and the output are both -inf excluded (the attention LSE of an all-padding row):
 
     * ``rel_l2 = ||x - y||_2 / ||y||_2`` over the whole tensor must be <= ``max_rel_l2``

@@ -48,7 +48,7 @@ def quick_workloads() -> List[Workload]:
     return [_workload(t) for t in (1, 7, 33)]
 
 
-# kernelwright's strict rule (docs/gate.md, "The strict verdict"): a bf16 output computed in fp32
+# kernelwright's strict rule (docs/gate.md, section 2a): a bf16 output computed in fp32
 # differs from the reference's rounding by at most one bf16 ulp (<= 7.8e-3 relative); the shipped
 # kernel reaches ~4.4e-3 (worst row ~4.9e-3); an output scaled by 0.8 scores 0.2
 STRICT = StrictRule(max_rel_l2=2e-2, max_row_rel_l2=3e-2, row_axes=1)

@@ -80,7 +80,7 @@ def quick_workloads() -> List[Workload]:
     return [_workload("quick-att-t1", 1, 6), _workload("quick-att-t3", 3, 6)]
 
 
-# kernelwright's strict rule (docs/gate.md, "The strict verdict"), on ``output`` (also per
+# kernelwright's strict rule (docs/gate.md, section 2a), on ``output`` (also per
 # (token, head) row) and ``lse``: an honest bf16 kernel reaches ~1.3e-3 (worst row ~3e-3, LSE
 # ~1e-7); an output scaled by 0.8 scores 0.2, a zeroed row 1.0, half of the indices ~1
 STRICT = StrictRule(max_rel_l2=2e-2, max_row_rel_l2=3e-2, row_axes=2)

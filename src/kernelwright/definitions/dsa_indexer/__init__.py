@@ -81,7 +81,7 @@ def quick_workloads() -> List[Workload]:
     return [_workload("quick-idx-b2-p3", 2, 3, 24), _workload("quick-idx-b3-p36", 3, 36, 120)]
 
 
-# kernelwright's strict rule (docs/gate.md, "The strict verdict"), on the sorted recomputed
+# kernelwright's strict rule (docs/gate.md, section 2a), on the sorted recomputed
 # scores per batch row and overall: an honest kernel (exact fp8 products, fp32 sums) reaches ~1e-7;
 # the top-k of scores without one of the 64 heads ~8e-3 (worst row ~1.6e-2)
 STRICT = StrictRule(max_rel_l2=1e-3, max_row_rel_l2=1e-3, row_axes=1)

@@ -106,10 +106,11 @@ def quick_workloads() -> List[Workload]:
             _workload("quick-moe-t37", 37, 96)]
 
 
-# kernelwright's strict rule (docs/gate.md, "The strict verdict"): honest FP8 kernels re-quantise
-# C = silu(gate) * up to e4m3 and reach relative L2 ~2.3e-2 (worst row ~2.8e-2) against this fp32
-# reference; an output scaled by 0.8 scores 0.2, a dropped or zeroed token row 1.0
-STRICT = StrictRule(max_rel_l2=6e-2, max_row_rel_l2=0.1, row_axes=1)
+# kernelwright's strict rule (docs/gate.md, section 2a): honest FP8 kernels re-quantise
+# C = silu(gate) * up to e4m3 and reach relative L2 2.3e-2 to 2.8e-2 (worst row ~2.8e-2) against
+# this fp32 reference; an output scaled by 0.8 scores 0.2, a dropped or zeroed token row 1.0; 7e-2 is
+# near the geometric middle of 2.8e-2 and 0.2
+STRICT = StrictRule(max_rel_l2=7e-2, max_row_rel_l2=0.1, row_axes=1)
 
 BUILTIN = BuiltinDefinition(
     short="moe",
