@@ -27,8 +27,8 @@ class StrictRule:
     """kernelwright's own numerical verdict, judged beside the contest rule (docs/gate.md,
     section 2a, gives each definition's thresholds and their measured basis).
 
-    For every floating-point output x against the reference y (float32, norms summed in float64), positions where
-    the reference and the output are both -inf excluded (the attention LSE of an all-padding row):
+    For every floating-point output x against the reference y (in float32, norms summed in
+    float64), positions where both are -inf excluded (the attention LSE of an all-padding row):
 
     * ``rel_l2 = ||x - y||_2 / ||y||_2`` over the whole tensor must be <= ``max_rel_l2``
       (0 when x == y; inf when ||y|| == 0 and x != y, or on any other non-finite value);
