@@ -32,19 +32,23 @@ console = Console(width=None if Console().is_terminal else 160)
 @app.command("defs")
 @one_line_errors
 def defs_cmd() -> None:
-    """List the built-in definitions with their workload counts and tolerances."""
+    """List the built-in definitions with their workload counts, tolerances (contest rule and
+    strict rule, docs/gate.md) and checkers."""
     from rich.table import Table
 
     from kernelwright import definitions
 
     table = Table(title="built-in definitions", title_justify="left")
-    for col in ("definition", "alias", "op_type", "workloads", "tolerance (atol/rtol/ratio)", "checker"):
+    for col in ("definition", "alias", "op_type", "workloads", "contest (atol/rtol/ratio)",
+                "strict (rel-L2 / row rel-L2)", "checker"):
         table.add_column(col)
     for b in definitions.all_builtins():
         tol = b.tolerance
         demo = " (demo)" if "demo" in b.definition.tags else ""
+        strict = "—" if tol.strict is None else (
+            f"{tol.strict.max_rel_l2:g} / " + ("—" if tol.strict.max_row_rel_l2 is None else f"{tol.strict.max_row_rel_l2:g}"))
         table.add_row(b.name + demo, b.short, b.definition.op_type, str(len(b.public_workloads())),
-                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", b.checker)
+                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", strict, b.checker)
     console.print(table)
 
 
@@ -56,11 +60,31 @@ def _builtins(names: Optional[List[str]], quick: bool, include_demo: bool = Fals
 
 
 def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optional[int], trials: Optional[int],
-            fast_unsafe: bool):
+            fast_unsafe: bool, contest_rule: bool = False):
     from kernelwright.gate.evaluate import GateConfig
 
     return GateConfig.preset(device, quick, warmup=warmup, iterations=iterations, trials=trials,
-                             guards=not fast_unsafe)
+                             guards=not fast_unsafe, contest_rule=contest_rule)
+
+
+CONTEST_RULE_HELP = ("Judge correctness by the FlashInfer-Bench (contest) rule alone; by default a check must also pass "
+                     "the definition's strict rule (relative L2 error, per row for MoE and attention: docs/gate.md). "
+                     "The strict errors are still recorded; traces and summary say which rule judged.")
+
+
+def verdict_meta(builtins, cfg) -> dict:
+    """``summary.json`` ``meta.verdict``: which rule judged (``contest+strict`` or ``contest``)
+    and each definition's thresholds."""
+    per = {}
+    for b in builtins:
+        tol = b.tolerance.contest_only() if cfg.contest_rule else b.tolerance
+        strict = tol.strict
+        per[b.name] = {"rule": tol.rule,
+                       "contest": {"atol": tol.atol, "rtol": tol.rtol, "required_matched_ratio": tol.required_matched_ratio},
+                       "strict": None if strict is None else {"max_rel_l2": strict.max_rel_l2,
+                                                              "max_row_rel_l2": strict.max_row_rel_l2,
+                                                              "row_axes": strict.row_axes}}
+    return {"contest_rule_only": cfg.contest_rule, "definitions": per}
 
 
 def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "",
@@ -86,7 +110,7 @@ def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "
 
 
 def _finish(result, plans, cfg, out: Path, extra_meta=None):
-    from kernelwright.gate.environment import environment
+    from kernelwright.gate.environment import environment, source_revision
     from kernelwright.report.summary import summarize
     from kernelwright.report.tables import render_summary
 
@@ -95,7 +119,12 @@ def _finish(result, plans, cfg, out: Path, extra_meta=None):
     meta = {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
             "device": cfg.device, "environment": environment(cfg.device).model_dump(),
             "config": cfg.__dict__, "seconds": round(result.seconds, 1),
-            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason}}
+            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason},
+            "code": source_revision(),
+            "solutions": {c.solution.name: {"content_hash": c.solution.content_hash(), "label": c.label,
+                                            "role": c.role, "definition": c.solution.definition}
+                          for p in plans for c in p.candidates},
+            "verdict": verdict_meta(builtins.values(), cfg)}
     meta.update(extra_meta or {})
     summary = summarize(result.traces, builtins, roles, result.lower_bounds, meta)
     write_json(out / "summary.json", summary)
@@ -129,6 +158,7 @@ def bench_cmd(
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
+    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
     pool: Optional[int] = typer.Option(None, "--pool", min=0, help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Run the jobs on a Ray cluster: auto, host:6379, ray://host:10001 or local (needs the ray extra; falls back to the local pool without it)."),
 ) -> None:
@@ -150,7 +180,7 @@ def bench_cmd(
             raise UsageError(f"--baseline: {exc.args[0]}") from None
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     builtins = _builtins(definition, quick, include_demo=bool(definition))
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule)
     plans = []
     for b in builtins:
         base_name = b.name.replace("__quick", "")
@@ -214,6 +244,7 @@ def eval_cmd(
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
+    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
 ) -> None:
     """Evaluate one solution under the gate: a summary table, one line per failed workload, exit 1
     when any workload fails."""
@@ -230,7 +261,7 @@ def eval_cmd(
     if problem:
         raise UsageError(problem)
     device = require_device(device)
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule)
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit), [Candidate(sol, sol.name)])]
     result = _run_plans(plans, cfg, out, "eval")
@@ -245,7 +276,12 @@ def eval_cmd(
         traces = hres.traces.get(builtin.name, [])
         passed = sum(1 for t in traces if t.trusted_pass)
         console.print(f"hidden split: {passed}/{len(traces)} workloads passed (shapes not shown)")
-        write_json(out / "final.json", {"public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
+        from kernelwright.gate.environment import source_revision
+
+        write_json(out / "final.json", {"code": source_revision(), "solution": sol.name,
+                                        "content_hash": sol.content_hash(),
+                                        "rule": (builtin.with_contest_rule() if contest_rule else builtin).tolerance.rule,
+                                        "public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
                                         "final_verdict": "PASSED" if ok and passed == len(traces) else "FAILED"})
         ok = ok and passed == len(traces)
     if not ok:
@@ -272,7 +308,12 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
     console.print(f"[bold]{info.get('name', torch.cuda.get_device_name(dev))}[/bold]  ({info['source']})")
     console.print(f"  copy bandwidth  {m['copy_bandwidth_Bps'] / 1e12:6.2f} TB/s   (peak {p['copy_bandwidth_Bps'] / 1e12:.2f})")
     console.print(f"  BF16 matmul     {m['bf16_flops'] / 1e12:6.0f} TFLOP/s (peak {p['bf16_flops'] / 1e12:.0f})")
-    console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s (peak {p['fp8_flops'] / 1e12:.0f})")
+    peak_fp8 = f"(peak {p['fp8_flops'] / 1e12:.0f})" if "fp8_flops" in p else "(no datasheet peak)"
+    if "fp8_flops" in m:
+        console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s {peak_fp8}")
+    else:
+        console.print(f"  FP8 matmul      not measured {peak_fp8}: {m.get('fp8_flops_unmeasured', 'no value')}; "
+                      "FP8 roofline floors have no FLOP term")
     if "launch_latency_s" in m:
         console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs device time of one trivial kernel "
                       "(stream held while enqueued; the floor of any call)")

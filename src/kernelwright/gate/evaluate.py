@@ -25,7 +25,7 @@ import torch
 from kernelwright.definitions.base import BuiltinDefinition
 from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
-from kernelwright.gate.checkers import CheckResult, check_outputs
+from kernelwright.gate.checkers import CheckResult, check_outputs, worst_strict
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
 from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
@@ -59,6 +59,9 @@ class GateConfig:
     # inputs of its timed iterations in advance (red-team case ``predict_inputs``); recorded in each
     # trace's gate notes (``input_nonce``), and a run with the same nonce reproduces the inputs
     nonce: str = field(default_factory=lambda: os.urandom(8).hex())
+    # True (``--contest-rule``): every check judged by the FlashInfer-Bench rule alone; the strict
+    # errors are still computed and recorded (``Tolerance.contest_only``, gate/checkers.py)
+    contest_rule: bool = False
 
     @classmethod
     def preset(cls, device: str, quick: bool = False, **overrides: Any) -> "GateConfig":
@@ -97,6 +100,8 @@ class WorkloadContext:
     """Parent-side state for one workload, shared by every solution evaluated on it."""
 
     def __init__(self, builtin: BuiltinDefinition, workload: Workload, cfg: GateConfig):
+        if cfg.contest_rule:
+            builtin = builtin.with_contest_rule()
         self.builtin = builtin
         self.workload = workload
         self.cfg = cfg
@@ -263,7 +268,7 @@ def _rejected(ctx, run, reason: str, message: str, gate: GateReport, check: Opti
     gate.reasons.append(reason)
     if check is not None and check.status == EvaluationStatus.INCORRECT_NUMERICAL:
         corr = Correctness(max_absolute_error=_nn(check.max_absolute_error), max_relative_error=_nn(check.max_relative_error),
-                           extra={"matched_ratio": check.matched_ratio, "reason": reason})
+                           extra={**check.verdict_record(ctx.builtin.tolerance), "reason": reason})
         return _trace(ctx, run, EvaluationStatus.INCORRECT_NUMERICAL, log=message + "\n" + run.session.new_log(),
                       correctness=corr, gate=gate)
     status = check.status if check is not None and check.status != EvaluationStatus.PASSED else EvaluationStatus.RUNTIME_ERROR
@@ -471,6 +476,12 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     load = session.load_reply
     if watch.files:
         return _rejected(ctx, run, guards.FILE_TAMPERED, f"protected files changed while loading: {watch.files[:8]}", gate), None
+    gaps = list(load.get("integrity_gaps") or [])
+    own_gaps = integrity.gap_concerns(gaps, ctx.builtin.base_name)
+    if own_gaps:
+        return _rejected(ctx, run, guards.INTEGRITY_INCOMPLETE,
+                         f"the worker's integrity snapshot misses this definition: {own_gaps[:3]}", gate), None
+    gate.warnings += [f"{guards.INTEGRITY_INCOMPLETE}: not snapshotted in the worker: {g}" for g in gaps]
     if cfg.guards and load.get("py_threads", 0) > load.get("py_threads_before", 1 << 30):
         return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                          f"importing the solution started {load['py_threads'] - load['py_threads_before']} Python "
@@ -492,6 +503,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
 
     # 1. correctness on fresh inputs per trial
     worst = CheckResult(EvaluationStatus.PASSED)
+    checks: List[CheckResult] = []
     first_call_threads = None
     for t, trial in enumerate(ctx.trials):
         _fill_inputs(ctx, sets[0]["inputs"], trial)
@@ -528,6 +540,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                               ctx.builtin.tolerance, trial.inputs)
         if not check.passed:
             return _rejected(ctx, run, check.reason or "TOLERANCE", f"trial {t}: {check.detail}", gate, check), None
+        checks.append(check)
         worst.max_absolute_error = max(worst.max_absolute_error, check.max_absolute_error)
         worst.max_relative_error = max(worst.max_relative_error, check.max_relative_error)
         worst.matched_ratio = min(worst.matched_ratio, check.matched_ratio)
@@ -552,9 +565,11 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             if not again.passed:
                 return _rejected(ctx, run, guards.NONDETERMINISTIC,
                                  f"a second run on the same inputs failed: {again.detail}", gate, again), None
+    # the record: contest statistics and strict errors, each the worst over the trials
+    worst.rule, worst.strict = ctx.builtin.tolerance.rule, worst_strict(checks)
     correctness = Correctness(max_absolute_error=_nn(worst.max_absolute_error),
                               max_relative_error=_nn(worst.max_relative_error),
-                              extra={"matched_ratio": worst.matched_ratio})
+                              extra=worst.verdict_record(ctx.builtin.tolerance))
 
     # 2. timing (fresh input contents every iteration, a twin, rotating buffers, sampled checks)
     clocks = ClockTrials()

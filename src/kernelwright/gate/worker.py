@@ -273,6 +273,8 @@ class Harness:
                          "error": "".join(traceback.format_exception(exc))[-4000:]}
             if op in ("load", "alloc"):
                 rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
+            if op == "load":
+                reply["integrity_gaps"] = list(snapshot.gaps)   # definitions not snapshotted (integrity.py)
             try:
                 reply["tampered"] = list(dict.fromkeys(early + changed(snapshot)))
             except Exception as exc:
