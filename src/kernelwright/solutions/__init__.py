@@ -53,21 +53,20 @@ def load_solution_folder(folder: Path) -> Solution:
     )
 
 
-def shipped_solutions(definition: Optional[str] = None) -> List[Solution]:
-    """Every shipped solution (optionally only those for one definition name)."""
+def _solutions_in(root: Path, definition: Optional[str]) -> List[Solution]:
     found = []
-    for manifest in sorted(SHIPPED_ROOT.glob("*/manifest.json")):
+    for manifest in sorted(root.glob("*/manifest.json")):
         sol = load_solution_folder(manifest.parent)
         if definition is None or sol.definition == definition:
             found.append(sol)
     return found
+
+
+def shipped_solutions(definition: Optional[str] = None) -> List[Solution]:
+    """Every shipped solution (optionally only those for one definition name)."""
+    return _solutions_in(SHIPPED_ROOT, definition)
 
 
 def candidate_solutions(definition: Optional[str] = None) -> List[Solution]:
     """The candidate solutions (``CANDIDATES_ROOT``), optionally only those for one definition name."""
-    found = []
-    for manifest in sorted(CANDIDATES_ROOT.glob("*/manifest.json")):
-        sol = load_solution_folder(manifest.parent)
-        if definition is None or sol.definition == definition:
-            found.append(sol)
-    return found
+    return _solutions_in(CANDIDATES_ROOT, definition)
