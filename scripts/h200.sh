@@ -65,6 +65,9 @@ for stage in "$@"; do
     variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/${VAR_NAME:-variants}
       vdir=/tmp/records/${VAR_NAME:-variants}; mkdir -p $vdir
       timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+    envelope) # experiments/indexer_envelope.py (ENV_ARGS): the v3 indexer candidate, the shipped v2 and the recipe
+      mkdir -p /tmp/records/indexer_envelope
+      timeout ${ENV_TIMEOUT:-330} python3 experiments/indexer_envelope.py ${ENV_ARGS:-} --out /tmp/records/indexer_envelope 2>&1 | tee /tmp/records/indexer_envelope/log.txt | tail -${ENV_TAIL:-70};;
     ncu) # Nsight Compute on NCU_CMD (a python script and its arguments) with NCU_ARGS (sections, -k, -c)
       mkdir -p /tmp/records
       timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
@@ -89,6 +92,16 @@ for stage in "$@"; do
     integritycost) # what the red-team fixes cost per timed iteration and per message (scripts/integrity_cost.py)
       mkdir -p /tmp/records
       python3 scripts/integrity_cost.py 2>&1 | tee /tmp/records/integrity_cost.txt;;
+    strict-margins) # issue 25: strict-verdict errors of the shipped solutions and the near-miss canaries at contest
+                    # sizes (SM_LIMIT workloads per definition, spread over the set; SM_SEEDS draws each)
+      mkdir -p /tmp/records
+      timeout ${SM_TIMEOUT:-420} python3 scripts/strict_margins.py --device cuda --full --seeds ${SM_SEEDS:-2} \
+        --limit ${SM_LIMIT:-6} --json /tmp/records/strict_margins.json 2>&1 | tee /tmp/records/strict_margins.log | tail -30;;
+    moe-reference) # issue 25: our MoE reference against upstream's at the full size (on the CPU, ~18 GB of RAM)
+      mkdir -p /tmp/records
+      KW_SLOW_TESTS=1 timeout ${MR_TIMEOUT:-500} python3 -m pytest -q -rA -p no:cacheprovider \
+        "tests/definitions/test_references.py::test_moe_reference_equals_upstream_full_size" 2>&1 \
+        | tee /tmp/records/moe_reference_full_size.log | tail -15;;
     pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
     *) echo "unknown stage $stage";;
   esac

@@ -38,3 +38,44 @@ def test_profile_reports_bad_requests_in_one_line(tmp_path):
     with open(broken / "kernel.py", "a") as fh:
         fh.write("\ndef (\n")
     assert profiler.main([str(broken), "-d", "demo", "--quick", "--device", "cpu"]) == 1   # fails to build
+
+
+def test_bench_baseline_filter(tmp_path):
+    from kernelwright.cli.app import _baseline_candidates
+
+    res = CliRunner().invoke(app, ["bench", "--device", "cpu", "--quick", "-d", "moe", "--baseline", "nope",
+                                   "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "unknown baseline 'nope'" in res.output and "moe_vllm_triton" in res.output
+    cands = _baseline_candidates("moe", "cpu", ["moe_vllm_triton"])
+    assert [c.label for c in cands] == ["vLLM 0.20 Triton fused_moe (H200 tuned config, fused_experts path)"]
+    assert cands[0].trusted and cands[0].skip_reason == "baselines need a CUDA device"
+    assert len(_baseline_candidates("moe", "cpu")) == 3
+
+
+def test_eval_records_the_code_the_hashes_and_the_rule(tmp_path):
+    """summary.json names the commit and each solution's content hash (issue 25), and says which
+    rule judged; --contest-rule is recorded as such, with the strict errors still in the traces."""
+    import json
+
+    from kernelwright.gate.environment import source_revision
+    from kernelwright.solutions import load_solution_folder
+
+    sol = load_solution_folder(SHIPPED_DEMO)
+    for flags, rule in (([], "contest+strict"), (["--contest-rule"], "contest")):
+        out = tmp_path / rule
+        res = CliRunner().invoke(app, ["eval", str(SHIPPED_DEMO), "--device", "cpu", "--quick", "-w", "0",
+                                       "--trials", "1", "--iterations", "2", "--out", str(out), *flags])
+        assert res.exit_code == 0, res.output
+        summary = json.loads((out / "summary.json").read_text())
+        meta = summary["meta"]
+        assert meta["code"]["commit"] == source_revision()["commit"]
+        assert isinstance(meta["code"]["dirty"], bool) or meta["code"]["commit"] is None
+        assert meta["solutions"][sol.name]["content_hash"] == sol.content_hash()
+        (verdict,) = meta["verdict"]["definitions"].values()
+        assert verdict["rule"] == rule and verdict["strict"]["max_rel_l2"] > 0
+        assert meta["verdict"]["contest_rule_only"] == (rule == "contest")
+        (line,) = (out / "traces").glob("*.jsonl")
+        extra = json.loads(line.read_text().splitlines()[0])["evaluation"]["correctness"]["extra"]
+        assert extra["rule"] == rule and 0 < extra["strict"]["y"]["rel_l2"] < verdict["strict"]["max_rel_l2"]
+        (per_solution,) = next(iter(summary["definitions"].values()))["solutions"].values()
+        assert per_solution["verdict"]["rules"] == {rule: 1} and per_solution["verdict"]["strict_margin"]["rel_l2"] > 1

@@ -144,3 +144,108 @@ def test_finite_output_where_the_reference_is_infinite_fails():
     out = torch.tensor([1.0, 5.0, 2.0])
     res = check_elementwise({"lse": out}, {"lse": ref}, tol, allow_ref_neg_inf=True)
     assert res.status == EvaluationStatus.INCORRECT_NUMERICAL
+
+
+# ---------------------------------------------------------------- the strict rule (issue 25)
+from kernelwright.definitions.base import StrictRule  # noqa: E402
+from kernelwright.gate.checkers import strict_errors, worst_strict  # noqa: E402
+
+MOE_LIKE = Tolerance(atol=1.0, rtol=0.3, required_matched_ratio=0.9,
+                     strict=StrictRule(max_rel_l2=6e-2, max_row_rel_l2=0.1, row_axes=1))
+
+
+def _big(rows=200, cols=64, seed=0):
+    """Outputs of MoE magnitude (~1e4), where atol 1 / rtol 0.3 / 90 % see little."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(rows, cols, generator=g) * 1e4
+
+
+def test_strict_errors_formulas():
+    rule = StrictRule(max_rel_l2=1.0, max_row_rel_l2=1.0, row_axes=1)
+    y = torch.tensor([[3.0, 4.0], [0.0, 0.0], [1.0, 0.0]])
+    x = torch.tensor([[3.0, 4.0], [0.0, 0.0], [0.0, 0.0]])
+    errs = strict_errors(x, y, rule)
+    assert errs["rel_l2"] == pytest.approx(1.0 / math.sqrt(26.0))
+    assert errs["row_rel_l2"] == pytest.approx(1.0)         # the zeroed third row; the all-zero row is skipped
+    assert strict_errors(torch.zeros(3), torch.zeros(3), rule) == {"rel_l2": 0.0, "row_rel_l2": None}
+    assert strict_errors(torch.ones(3), torch.zeros(3), rule)["rel_l2"] == math.inf
+    assert strict_errors(torch.tensor([1.0, math.nan]), torch.ones(2), rule)["rel_l2"] == math.inf
+
+
+def test_scaled_output_passes_the_contest_rule_and_fails_the_strict_one():
+    y = _big()
+    for factor in (0.8, 1.25):
+        r = check_elementwise({"output": y * factor}, {"output": y}, MOE_LIKE)
+        assert r.matched_ratio >= 0.9                          # the contest rule alone would pass it
+        assert not r.passed and r.reason == "STRICT_TOLERANCE" and r.failed_rule == "strict"
+        assert r.strict["output"]["rel_l2"] == pytest.approx(abs(1 - factor), rel=1e-5)
+        assert "relative L2" in r.detail
+    contest = check_elementwise({"output": y * 1.25}, {"output": y}, MOE_LIKE.contest_only())
+    assert contest.passed and contest.rule == "contest"
+    assert contest.strict["output"]["rel_l2"] == pytest.approx(0.25, rel=1e-5)   # recorded, not judged
+
+
+def test_one_zeroed_row_fails_the_per_row_bound_only():
+    y = _big(rows=1000)
+    x = y.clone()
+    x[17] = 0.0
+    r = check_elementwise({"output": x}, {"output": y}, MOE_LIKE)
+    assert r.strict["output"]["rel_l2"] < 0.06 < r.strict["output"]["row_rel_l2"] == pytest.approx(1.0)
+    assert not r.passed and r.reason == "STRICT_TOLERANCE" and "per-row" in r.detail
+
+
+def test_honest_noise_passes_both_rules():
+    y = _big()
+    x = y * (1 + 0.02 * torch.randn(y.shape, generator=torch.Generator().manual_seed(1)))
+    r = check_elementwise({"output": x.to(torch.bfloat16)}, {"output": y.to(torch.bfloat16)}, MOE_LIKE)
+    assert r.passed and r.rule == "contest+strict" and r.failed_rule is None
+    assert r.strict["output"]["rel_l2"] == pytest.approx(0.02, rel=0.1)
+
+
+def test_strict_rule_on_attention_lse_keeps_the_minus_inf_rule():
+    tol = Tolerance(1e-2, 1e-2, 1.0, strict=StrictRule(max_rel_l2=2e-2, max_row_rel_l2=3e-2, row_axes=2))
+    ref = torch.tensor([[-math.inf, 10.0], [12.0, 11.0]])
+    r = check_outputs("attention", {"lse": ref.clone()}, {"lse": ref}, tol, {})
+    assert r.passed and r.strict["lse"] == {"rel_l2": 0.0, "row_rel_l2": None}   # [T, H]: no rows beyond the 2 axes
+    assert strict_errors(torch.tensor([1.0, 10.0]), torch.tensor([-math.inf, 10.0]), tol.strict, True)["rel_l2"] == math.inf
+
+
+def test_contest_failure_keeps_its_reason_and_records_strict_errors():
+    y = torch.ones(10)
+    r = check_elementwise({"y": torch.zeros(10)}, {"y": y},
+                          Tolerance(1e-2, 1e-2, 1.0, strict=StrictRule(max_rel_l2=2e-2)))
+    assert r.reason == "TOLERANCE" and r.failed_rule == "contest" and r.strict["y"]["rel_l2"] == 1.0
+    record = r.verdict_record(Tolerance(1e-2, 1e-2, 1.0, strict=StrictRule(max_rel_l2=2e-2)))
+    assert record["rule"] == "contest+strict" and record["failed_rule"] == "contest"
+    assert record["strict"]["y"]["rel_l2"] == 1.0 and record["strict_thresholds"]["max_rel_l2"] == 2e-2
+
+
+def test_worst_strict_takes_the_maximum_per_output():
+    from kernelwright.gate.checkers import CheckResult
+
+    a = CheckResult(EvaluationStatus.PASSED, strict={"o": {"rel_l2": 0.1, "row_rel_l2": 0.3}})
+    b = CheckResult(EvaluationStatus.PASSED, strict={"o": {"rel_l2": 0.2, "row_rel_l2": None}, "p": {"rel_l2": 0.0}})
+    assert worst_strict([a, b]) == {"o": {"rel_l2": 0.2, "row_rel_l2": 0.3}, "p": {"rel_l2": 0.0, "row_rel_l2": None}}
+
+
+def test_indexer_strict_scores(indexer_case):
+    b, inputs, ref = indexer_case
+    ok = _idx(b, ref.clone(), ref, inputs)
+    assert ok.passed and ok.strict["topk_indices"] == {"rel_l2": 0.0, "row_rel_l2": 0.0}
+    fewer = ref.clone()
+    n = int((fewer[0] >= 0).sum())
+    fewer[0, n - 1] = -1
+    r = _idx(b, fewer, ref, inputs)
+    assert r.failed_rule == "contest" and r.strict["topk_indices"]["row_rel_l2"] == math.inf
+    contest = _idx(b.with_contest_rule(), fewer, ref, inputs)             # --contest-rule: still judged
+    assert not contest.passed and contest.rule == "contest" and contest.strict["topk_indices"]["row_rel_l2"] == math.inf
+
+
+def test_every_builtin_definition_has_a_strict_rule():
+    from kernelwright import definitions
+
+    for b in definitions.all_builtins():
+        strict = b.tolerance.strict
+        assert strict is not None and 0 < strict.max_rel_l2 < 0.2, b.name   # a 0.8x output must fail
+        assert b.tolerance.rule == "contest+strict" and b.with_contest_rule().tolerance.rule == "contest"
+        assert b.quick_variant().tolerance == b.tolerance

@@ -13,7 +13,7 @@ from kernelwright.gate import device_info, hidden
 def test_ceilings_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path))
     assert device_info.load_ceilings(torch.device("cpu")) is None
-    measured = {"copy_bandwidth_Bps": 1e11, "bf16_flops": 1e12, "fp8_flops": 2e12}
+    measured = {"copy_bandwidth_Bps": 1e11, "bf16_flops": 1e12, "fp8_flops": 1.9e12}
     (tmp_path / "devices.json").write_text(json.dumps({"cpu": {"measured": measured, "source": "test"}}))
     got = device_info.load_ceilings(torch.device("cpu"))
     assert got["measured"] == measured and got["peak"] == measured and got["source"] == "test"
@@ -25,6 +25,39 @@ def test_ceilings_cache(tmp_path, monkeypatch):
     assert got["measured"] == measured and got["peak"] == device_info.KNOWN_DEVICES["NVIDIA H200"]["peak"]
     (tmp_path / "devices.json").write_text("{not json")
     assert device_info.load_ceilings(torch.device("cpu")) == device_info.KNOWN_DEVICES["NVIDIA H200"]
+
+
+def test_legacy_invented_fp8_rate_is_dropped_on_load(tmp_path, monkeypatch):
+    """Older caches stored fp8 = 2 x bf16 labelled measured when the FP8 timing failed."""
+    from kernelwright.definitions.base import RooflineWork
+
+    monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path))
+    legacy = {"copy_bandwidth_Bps": 1e11, "bf16_flops": 1e12, "fp8_flops": 2e12}
+    (tmp_path / "devices.json").write_text(json.dumps({"cpu": {"measured": legacy, "source": "old"}}))
+    got = device_info.load_ceilings(torch.device("cpu"))
+    assert "fp8_flops" not in got["measured"] and "fp8_flops" not in got["peak"]
+    assert got["measured"]["fp8_flops_unmeasured"] == device_info.LEGACY_FP8_ESTIMATE
+    assert got["measured"]["bf16_flops"] == 1e12
+    # every consumer copes: the FP8 floor has no FLOP term, the BF16 floor keeps its own
+    fp8_work = RooflineWork(flops=1e12, bytes=1e9, unit="fp8")
+    assert fp8_work.floor_s(got["measured"]) == pytest.approx(1e9 / 1e11)
+    assert RooflineWork(flops=1e12, bytes=1e9, unit="bf16").floor_s(got["measured"]) == pytest.approx(1.0)
+
+
+def test_device_info_cli_without_an_fp8_rate(monkeypatch):
+    from typer.testing import CliRunner
+
+    from kernelwright.cli import app as cli
+
+    info = {"measured": {"copy_bandwidth_Bps": 4e12, "bf16_flops": 7e14, "launch_latency_s": 1e-5,
+                         "fp8_flops_unmeasured": "the FP8 matmul could not be timed (RuntimeError: no)"},
+            "peak": {"copy_bandwidth_Bps": 4.8e12, "bf16_flops": 9.89e14}, "source": "test", "name": "GPU"}
+    monkeypatch.setattr(cli, "require_device", lambda device, hint="": device)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda dev=None: "GPU")
+    monkeypatch.setattr(device_info, "load_ceilings", lambda dev: info)
+    res = CliRunner().invoke(cli.app, ["device-info", "--device", "cuda"])
+    assert res.exit_code == 0, res.output
+    assert "FP8 matmul      not measured" in res.output and "could not be timed" in res.output
 
 
 def test_measure_needs_cuda():

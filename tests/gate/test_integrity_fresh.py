@@ -154,3 +154,55 @@ def test_hooks_installed_after_the_snapshot_are_reported():
     with TorchFunctionMode():
         assert "hook: torch function mode" in integrity.hooks_installed(snap)
     assert not integrity.hooks_installed(snap)
+
+
+def test_definitions_that_cannot_be_snapshotted_are_reported(monkeypatch):
+    """A definition the snapshot cannot list is named in ``Snapshot.gaps`` (issue 25: it was
+    dropped silently)."""
+    from kernelwright import definitions
+
+    assert integrity.capture().gaps == []
+    real = definitions.all_builtins()
+
+    class Opaque:                      # no __dict__: vars() raises TypeError
+        __slots__ = ()
+        name = "opaque_def"
+
+    monkeypatch.setattr(definitions, "all_builtins", lambda *a, **k: real + [Opaque()])
+    gaps = integrity.capture().gaps
+    assert len(gaps) == 1 and gaps[0].startswith("definition opaque_def: TypeError")
+    assert integrity.gap_concerns(gaps, "opaque_def") == gaps
+    assert integrity.gap_concerns(gaps, real[0].name) == []
+
+    def broken(*a, **k):
+        raise RuntimeError("cannot list")
+
+    monkeypatch.setattr(definitions, "all_builtins", broken)
+    gaps = integrity.capture().gaps
+    assert gaps == [f"{integrity.ALL_DEFINITIONS}: all_builtins() raised RuntimeError: cannot list"]
+    assert integrity.gap_concerns(gaps, real[0].name) == gaps
+
+
+def test_the_parent_rejects_an_evaluation_whose_definition_was_not_snapshotted():
+    from kernelwright import definitions
+    from kernelwright.gate import guards
+    from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
+    from kernelwright.solutions import shipped_solutions
+
+    demo = definitions.get("demo").quick_variant()
+
+    class LoadedSession:               # what evaluate reads of a worker that has loaded
+        alive, proc = True, object()
+        solution = shipped_solutions(definitions.get("demo").name)[0]
+
+        def __init__(self, gaps):
+            self.load_reply = {"ok": True, "integrity_gaps": gaps}
+
+        def new_log(self):
+            return ""
+
+    cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_iterations=0)
+    ctx = WorkloadContext(demo, demo.public_workloads()[0], cfg)
+    trace = evaluate(SolutionRun(LoadedSession([f"definition {demo.base_name}: TypeError: x"])), ctx)
+    assert not trace.passed and trace.evaluation.gate.reasons == [guards.INTEGRITY_INCOMPLETE]
+    assert "misses this definition" in trace.evaluation.log

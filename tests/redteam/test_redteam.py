@@ -52,8 +52,11 @@ def test_case(case_id, cpu_results):
 def test_canaries_fail_every_definition(canary_results):
     from kernelwright import definitions
 
+    from kernelwright.redteam.canaries import kinds_for
+
     assert {(c.definition, c.kind) for c in canary_results} == {
-        (b.short, k) for b in definitions.all_builtins() for k in ("zeros", "constant")}
+        (b.short, k) for b in definitions.all_builtins() for k in kinds_for(b.short)}
+    assert all(c.workloads >= 1 for c in canary_results)
     broken = [c.as_dict() for c in canary_results if not c.ok]
     assert not broken, f"tolerance broken (a canary passed) or canary error: {broken}"
 

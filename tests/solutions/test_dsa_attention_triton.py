@@ -19,6 +19,7 @@ import torch
 
 import kernelwright
 from kernelwright.definitions import get
+from kernelwright.gate.checkers import check_outputs
 from kernelwright.inputs import make_generator
 from kernelwright.solutions import load_solution_folder
 from kernelwright.solutions.dsa_attention_triton import kernel as K
@@ -66,6 +67,9 @@ def _run_and_check(b, inputs) -> None:
     K.run(**inputs, output=out, lse=lse)
     _gate_check("output", out, ref_out)
     _gate_check("lse", lse, ref_lse)
+    verdict = check_outputs(b.checker, {"output": out, "lse": lse}, {"output": ref_out, "lse": ref_lse},
+                            b.tolerance, inputs)
+    assert verdict.passed, f"the gate's default verdict (contest + strict rule): {verdict.detail}"
 
 
 @pytest.fixture(scope="module")

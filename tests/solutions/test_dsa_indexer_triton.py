@@ -11,6 +11,7 @@ import torch
 
 from kernelwright.definitions import get as get_definition
 from kernelwright.definitions.dsa_indexer import reference
+from kernelwright.gate.checkers import check_outputs
 from kernelwright.inputs import make_generator
 from kernelwright.solutions import SHIPPED_ROOT, load_solution_folder
 from kernelwright.trace import RandomInput, Workload
@@ -64,6 +65,9 @@ def _check(inputs, out, expected):
         ref = reference.row_scores(q[b], keys, weights, expected[b, :count].to(torch.long).to(keys.device))
         torch.testing.assert_close(mine, ref.sort().values, atol=1e-2, rtol=1e-2,
                                    msg=lambda m: f"row {b} (seq_len {seq_len}): {m}")
+    verdict = check_outputs(BUILTIN.checker, {"topk_indices": out}, {"topk_indices": expected},
+                            BUILTIN.tolerance, inputs)
+    assert verdict.passed, f"the gate's default verdict (contest + strict rule): {verdict.detail}"
 
 
 def _roundtrip(inputs):

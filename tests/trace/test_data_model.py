@@ -153,3 +153,37 @@ def test_our_traces_dump_in_flashinfer_shape(tmp_path):
     assert set(raw) == {"definition", "workload", "solution", "evaluation"}
     assert {"status", "environment", "timestamp", "log", "correctness", "performance"} <= set(raw["evaluation"])
     assert {"latency_ms", "reference_latency_ms", "speedup_factor"} <= set(raw["evaluation"]["performance"])
+
+
+def test_shipped_fib_fixtures_match_the_shared_copy():
+    """tests/data/fib is a byte-for-byte copy of ../shared/fib (where that exists)."""
+    from tests.fib_data import SHARED, SHIPPED
+
+    shipped = sorted(p.relative_to(SHIPPED) for p in SHIPPED.rglob("*.json*"))
+    assert len(shipped) >= 21
+    if not (SHARED / "workloads").is_dir():
+        pytest.skip(f"no shared copy at {SHARED} to compare with")
+    for rel in shipped:
+        assert (SHIPPED / rel).read_bytes() == (SHARED / rel).read_bytes(), rel
+
+
+def test_require_fib_fails_under_ci_when_no_data(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    import tests.fib_data as fib
+
+    monkeypatch.setattr(fib, "SHARED", tmp_path / "none")
+    monkeypatch.setattr(fib, "SHIPPED", tmp_path / "none2")
+    monkeypatch.delenv("KW_FIB_DATA", raising=False)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        fib.require_fib()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        fib.require_fib()
+    monkeypatch.setenv("KW_FIB_DATA", str(tmp_path))
+    with pytest.raises(pytest.fail.Exception, match="KW_FIB_DATA"):
+        fib.require_fib()
+    monkeypatch.setattr(fib, "SHIPPED", Path(fib.__file__).resolve().parent / "data" / "fib")
+    monkeypatch.delenv("KW_FIB_DATA")
+    assert fib.require_fib() == fib.SHIPPED

@@ -34,19 +34,23 @@ console = Console(width=None if Console().is_terminal else 160)
 @app.command("defs")
 @one_line_errors
 def defs_cmd() -> None:
-    """List the built-in definitions with their workload counts and tolerances."""
+    """List the built-in definitions with their workload counts, tolerances (contest rule and
+    strict rule, docs/gate.md) and checkers."""
     from rich.table import Table
 
     from kernelwright import definitions
 
     table = Table(title="built-in definitions", title_justify="left")
-    for col in ("definition", "alias", "op_type", "workloads", "tolerance (atol/rtol/ratio)", "checker"):
+    for col in ("definition", "alias", "op_type", "workloads", "contest (atol/rtol/ratio)",
+                "strict (rel-L2 / row rel-L2)", "checker"):
         table.add_column(col)
     for b in definitions.all_builtins():
         tol = b.tolerance
         demo = " (demo)" if "demo" in b.definition.tags else ""
+        strict = "—" if tol.strict is None else (
+            f"{tol.strict.max_rel_l2:g} / " + ("—" if tol.strict.max_row_rel_l2 is None else f"{tol.strict.max_row_rel_l2:g}"))
         table.add_row(b.name + demo, b.short, b.definition.op_type, str(len(b.public_workloads())),
-                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", b.checker)
+                      f"{tol.atol:g} / {tol.rtol:g} / {tol.required_matched_ratio:g}", strict, b.checker)
     console.print(table)
 
 
@@ -75,11 +79,31 @@ def _targets(names: Optional[List[str]], quick: bool, workload_file: Optional[Pa
 
 
 def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optional[int], trials: Optional[int],
-            fast_unsafe: bool, tolerance: Optional[dict] = None):
+            fast_unsafe: bool, contest_rule: bool = False, tolerance: Optional[dict] = None):
     from kernelwright.gate.evaluate import GateConfig
 
     return GateConfig.preset(device, quick, warmup=warmup, iterations=iterations, trials=trials,
-                             guards=not fast_unsafe, **(tolerance or {}))
+                             guards=not fast_unsafe, contest_rule=contest_rule, **(tolerance or {}))
+
+
+CONTEST_RULE_HELP = ("Judge correctness by the FlashInfer-Bench (contest) rule alone; by default a check must also pass "
+                     "the definition's strict rule (relative L2 error, per row for MoE and attention: docs/gate.md). "
+                     "The strict errors are still recorded; traces and summary say which rule judged.")
+
+
+def verdict_meta(builtins, cfg) -> dict:
+    """``summary.json`` ``meta.verdict``: which rule judged (``contest+strict`` or ``contest``)
+    and each definition's thresholds."""
+    per = {}
+    for b in builtins:
+        tol = cfg.tolerance_for(b.tolerance.contest_only() if cfg.contest_rule else b.tolerance)
+        strict = tol.strict
+        per[b.name] = {"rule": tol.rule,
+                       "contest": {"atol": tol.atol, "rtol": tol.rtol, "required_matched_ratio": tol.required_matched_ratio},
+                       "strict": None if strict is None else {"max_rel_l2": strict.max_rel_l2,
+                                                              "max_row_rel_l2": strict.max_row_rel_l2,
+                                                              "row_axes": strict.row_axes}}
+    return {"contest_rule_only": cfg.contest_rule, "definitions": per}
 
 
 # -- options eval and bench share ----------------------------------------------------------
@@ -143,7 +167,7 @@ def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "
 
 
 def _finish(result, plans, cfg, out: Path, extra_meta=None):
-    from kernelwright.gate.environment import environment
+    from kernelwright.gate.environment import environment, source_revision
     from kernelwright.report.summary import summarize
     from kernelwright.report.tables import render_summary
 
@@ -152,7 +176,12 @@ def _finish(result, plans, cfg, out: Path, extra_meta=None):
     meta = {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
             "device": cfg.device, "environment": environment(cfg.device).model_dump(),
             "config": cfg.__dict__, "seconds": round(result.seconds, 1),
-            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason}}
+            "skipped": {c.label: c.skip_reason for p in plans for c in p.candidates if c.skip_reason},
+            "code": source_revision(),
+            "solutions": {c.solution.name: {"content_hash": c.solution.content_hash(), "label": c.label,
+                                            "role": c.role, "definition": c.solution.definition}
+                          for p in plans for c in p.candidates},
+            "verdict": verdict_meta(builtins.values(), cfg)}
     meta.update(extra_meta or {})
     summary = summarize(result.traces, builtins, roles, result.lower_bounds, meta)
     write_json(out / "summary.json", summary)
@@ -195,7 +224,8 @@ def _all_definitions():
 def bench_cmd(
     definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition (repeatable): a name or alias, a FlashInfer-Bench definition JSON (with --workload-file) or a TraceSet folder (read only); with --trace-set, definitions of that set.  Default: the three contest definitions, or every definition of --trace-set that has workloads."),
     solution: Optional[List[Path]] = typer.Option(None, "--solution", "-s", help="Extra solution folder or Solution JSON to include (repeatable)."),
-    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA; listed below), interleaved on the same inputs."),
+    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA, vLLM's Triton MoE; listed below), interleaved on the same inputs."),
+    baseline_keys: Optional[List[str]] = typer.Option(None, "--baseline", help="Only this baseline (a key listed below, e.g. moe_vllm_triton; repeatable); implies --baselines."),
     no_shipped: bool = typer.Option(False, "--no-shipped", help="Leave out kernelwright's shipped solutions."),
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
@@ -213,6 +243,7 @@ def bench_cmd(
     required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
     timeout: Optional[float] = _opt_timeout(),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
+    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
     pool: Optional[int] = typer.Option(None, "--pool", min=0, help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Run the jobs on a Ray cluster: auto, host:6379, ray://host:10001 or local (needs the ray extra; falls back to the local pool without it)."),
 ) -> None:
@@ -225,9 +256,18 @@ def bench_cmd(
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.solutions import shipped_solutions
 
+    if baseline_keys:
+        from kernelwright.baselines import get_baseline
+
+        try:
+            for key in baseline_keys:
+                get_baseline(key)
+        except KeyError as exc:
+            raise UsageError(f"--baseline: {exc.args[0]}") from None
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     targets = _targets(definition, quick, workload_file, trace_set, include_demo=bool(definition))
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, _tolerance(atol, rtol, required_matched_ratio))
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule,
+                  _tolerance(atol, rtol, required_matched_ratio))
     extra = [(path, load_solution(path)) for path in solution or []]
     plans, receivers = [], {}
     for target in targets:
@@ -252,8 +292,8 @@ def bench_cmd(
             if target.trace_set is not None and target.trace_set.solution_conflict(sol):
                 raise UsageError(target.trace_set.solution_conflict(sol))
             cands.append(Candidate(sol, sol.name))
-        if baselines:
-            cands += _baseline_candidates(base_name, device)
+        if baselines or baseline_keys:
+            cands += _baseline_candidates(base_name, device, baseline_keys)
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue
@@ -285,7 +325,9 @@ def _to_trace_sets(receivers, plans, result) -> None:
             console.print(f"[yellow]{line}[/yellow]", soft_wrap=True)
 
 
-def _baseline_candidates(definition_name: str, device: str):
+def _baseline_candidates(definition_name: str, device: str, keys: Optional[List[str]] = None):
+    """The definition's baselines as trusted candidates (only ``keys`` when given), each with its
+    one-line skip reason when it cannot run here."""
     from kernelwright.gate.bench import Candidate
 
     try:
@@ -294,6 +336,8 @@ def _baseline_candidates(definition_name: str, device: str):
         return []
     cands = []
     for entry in all_baselines(definition_name):
+        if keys and entry.key not in keys:
+            continue
         why = entry.availability() if device != "cpu" else "baselines need a CUDA device"
         role = "lower_bound" if entry.kind == "lower_bound" else "baseline"
         cands.append(Candidate(entry.solution, entry.label, role=role, trusted=True, prepare=entry.prepare_symbol,
@@ -322,6 +366,7 @@ def eval_cmd(
     required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
     timeout: Optional[float] = _opt_timeout(),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
+    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
 ) -> None:
     """Evaluate one solution under the gate: a summary table, one line per failed workload, exit 1
     when any workload fails."""
@@ -341,7 +386,8 @@ def eval_cmd(
     if final and builtin.origin == "file":
         raise UsageError(f"--final: {builtin.base_name} comes from a definition file, which has no hidden split")
     device = require_device(device)
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, _tolerance(atol, rtol, required_matched_ratio))
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule,
+                  _tolerance(atol, rtol, required_matched_ratio))
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit, available=target.workloads),
                        [Candidate(sol, sol.name)])]
@@ -359,7 +405,12 @@ def eval_cmd(
         traces = hres.traces.get(builtin.name, [])
         passed = sum(1 for t in traces if t.trusted_pass)
         console.print(f"hidden split: {passed}/{len(traces)} workloads passed (shapes not shown)")
-        write_json(out / "final.json", {"public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
+        from kernelwright.gate.environment import source_revision
+
+        write_json(out / "final.json", {"code": source_revision(), "solution": sol.name,
+                                        "content_hash": sol.content_hash(),
+                                        "rule": (builtin.with_contest_rule() if contest_rule else builtin).tolerance.rule,
+                                        "public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
                                         "final_verdict": "PASSED" if ok and passed == len(traces) else "FAILED"})
         ok = ok and passed == len(traces)
     if not ok:
@@ -416,7 +467,12 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
     console.print(f"[bold]{info.get('name', torch.cuda.get_device_name(dev))}[/bold]  ({info['source']})")
     console.print(f"  copy bandwidth  {m['copy_bandwidth_Bps'] / 1e12:6.2f} TB/s   (peak {p['copy_bandwidth_Bps'] / 1e12:.2f})")
     console.print(f"  BF16 matmul     {m['bf16_flops'] / 1e12:6.0f} TFLOP/s (peak {p['bf16_flops'] / 1e12:.0f})")
-    console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s (peak {p['fp8_flops'] / 1e12:.0f})")
+    peak_fp8 = f"(peak {p['fp8_flops'] / 1e12:.0f})" if "fp8_flops" in p else "(no datasheet peak)"
+    if "fp8_flops" in m:
+        console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s {peak_fp8}")
+    else:
+        console.print(f"  FP8 matmul      not measured {peak_fp8}: {m.get('fp8_flops_unmeasured', 'no value')}; "
+                      "FP8 roofline floors have no FLOP term")
     if "launch_latency_s" in m:
         console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs device time of one trivial kernel "
                       "(stream held while enqueued; the floor of any call)")
@@ -424,12 +480,22 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
 
 @app.command("report")
 @one_line_errors
-def report_cmd(results: Path = typer.Argument(..., help="A results folder with summary.json (from bench or eval)."),
-               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html).")) -> None:
-    """Write an HTML page with latency and roofline plots for a results folder."""
+def report_cmd(results: List[Path] = typer.Argument(..., help="Results folder(s) with summary.json (from bench or eval), or summary.json files."),
+               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html; one results folder only)."),
+               markdown: bool = typer.Option(False, "--markdown", help="Print the README's Markdown results table of every summary given, instead of writing HTML."),
+               regimes: bool = typer.Option(False, "--regimes", help="With --markdown: one row per solution and regime (latency, achieved TB/s and TFLOP/s, × reference).")) -> None:
+    """Write an HTML page with latency and roofline plots for a results folder, or print Markdown tables."""
+    if markdown:
+        from kernelwright.report.markdown import regime_table, results_table, summary_paths
+
+        paths = summary_paths(results)
+        print(regime_table(paths) if regimes else results_table(paths))
+        return
+    if len(results) != 1:
+        raise UsageError("the HTML report takes one results folder (several only with --markdown)")
     from kernelwright.report.html import write_report
 
-    path = write_report(Path(results), out)
+    path = write_report(Path(results[0]), out)
     console.print(f"wrote {path}")
 
 
@@ -440,12 +506,14 @@ app.add_typer(solutions_app, name="solutions")
 @solutions_app.command("list")
 @one_line_errors
 def solutions_list() -> None:
-    """List the shipped solutions."""
-    from kernelwright.solutions import shipped_solutions
+    """List the shipped solutions, then the candidates (CPU-tested, waiting for their H200 measurement)."""
+    from kernelwright.solutions import CANDIDATES_ROOT, candidate_solutions, shipped_solutions
 
     for s in shipped_solutions():
         n = len(s.sources)
         console.print(f"{s.name:40s} {s.definition}  ({s.spec.language.value}, {n} file{'' if n == 1 else 's'})")
+    for s in candidate_solutions():
+        console.print(f"{s.name:40s} {s.definition}  (candidate, not shipped: kernelwright bench -s <its folder in {CANDIDATES_ROOT}>)")
 
 
 @solutions_app.command("export")

@@ -57,14 +57,15 @@ def redteam_cmd(
     case: Optional[List[str]] = typer.Option(None, "--case", "-c", help="Only these case ids (repeatable)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write every result to this JSON file."),
     canaries: Optional[bool] = typer.Option(None, "--canaries/--no-canaries",
-                                            help="Run the zeros/constant canaries on every definition (default: on unless --case)."),
+                                            help="Run the canaries (zeros, constant and the near misses of docs/gate.md section 2a) on every definition (default: on unless --case)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Cases evaluated at the same time, one worker each "
                                        "(default: 2 on CPU, 1 on CUDA, where parallel workers would share the GPU's timer)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the cases' worker logs (default: a temp folder)."),
 ) -> None:
     """Run the red-team catalogue through the real gate: one adversarial solution per hack class
     (each must be rejected with its expected reason), honest solutions (must pass), and the
-    canaries (a zeros and a constant solution must fail every definition)."""
+    canaries (zeros, a constant and near misses of the reference: each must fail every definition
+    it applies to)."""
     import torch
 
     from kernelwright.redteam import CASES, run_canaries, run_catalogue
@@ -108,10 +109,11 @@ def redteam_cmd(
                   + (f", {sum(c.ok for c in canary_results)}/{len(canary_results)} canaries rejected" if canary_results else "")
                   + f", {len(results) - len(ran)} skipped")
     if json_out:
-        from kernelwright.gate.environment import environment
+        from kernelwright.gate.environment import environment, source_revision
 
         write_json(json_out, {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
-                              "device": device, "environment": environment(device).model_dump(), "ok": ok,
+                              "device": device, "environment": environment(device).model_dump(),
+                              "code": source_revision(), "ok": ok,
                               "cases": [r.as_dict() for r in results],
                               "canaries": [c.as_dict() for c in canary_results]})
         console.print(f"results in [bold]{json_out}[/bold]")

@@ -51,14 +51,62 @@ class ReferenceFailed(WorkloadProblem):
 
 
 @dataclass(frozen=True)
+class StrictRule:
+    """kernelwright's own numerical verdict, judged beside the contest rule (docs/gate.md,
+    section 2a, gives each definition's thresholds and their measured basis).
+
+    For every floating-point output x against the reference y (in float32, norms summed in
+    float64), positions where both are -inf excluded (the attention LSE of an all-padding row):
+
+    * ``rel_l2 = ||x - y||_2 / ||y||_2`` over the whole tensor must be <= ``max_rel_l2``
+      (0 when x == y; inf when ||y|| == 0 and x != y, or on any other non-finite value);
+    * with ``max_row_rel_l2`` set, for outputs of more than ``row_axes`` dimensions, the same
+      ratio per row (a row = one index of the first ``row_axes`` dimensions; MoE: a token,
+      attention: a (token, head) pair), over the rows whose reference is nonzero, must be
+      <= ``max_row_rel_l2`` at its worst row: a zeroed or dropped row scores 1.0.
+
+    The indexer's checker applies the same two bounds to the sorted recomputed scores: per batch
+    row (``max_row_rel_l2``) and over all rows together (``max_rel_l2``).
+
+    Unlike the contest rule, no fraction of the output may be wrong, and a uniform scale error
+    of s costs |1 - s| whatever the output's magnitude.
+    """
+
+    max_rel_l2: float
+    max_row_rel_l2: Optional[float] = None
+    row_axes: int = 1
+
+
+@dataclass(frozen=True)
 class Tolerance:
-    """An element fails only where |x-y| > atol AND |x-y|/(|y|+1e-8) > rtol; the output fails
-    when the fraction of non-failing elements is below ``required_matched_ratio``
-    (flashinfer-bench ``compute_error_stats``)."""
+    """The numerical verdict of one definition.
+
+    The contest rule (flashinfer-bench ``compute_error_stats``): an element fails only where
+    |x-y| > atol AND |x-y|/(|y|+1e-8) > rtol; the output fails when the fraction of
+    non-failing elements is below ``required_matched_ratio``.
+
+    ``strict``: kernelwright's rule judged beside it (``StrictRule``); a check passes only when
+    both do, unless ``contest_rule_only`` (``--contest-rule``), where the strict errors are still
+    computed and recorded but do not judge.  A definition without a strict rule is judged by the
+    contest rule alone.
+    """
 
     atol: float
     rtol: float
     required_matched_ratio: float = 1.0
+    strict: Optional[StrictRule] = None
+    contest_rule_only: bool = False
+
+    @property
+    def rule(self) -> str:
+        """Which rules judge: ``"contest+strict"`` or ``"contest"`` (recorded in every trace)."""
+        return "contest" if self.strict is None or self.contest_rule_only else "contest+strict"
+
+    def contest_only(self) -> "Tolerance":
+        """The same tolerance with the strict rule recorded but not judging (``--contest-rule``)."""
+        from dataclasses import replace
+
+        return replace(self, contest_rule_only=True)
 
 
 @dataclass(frozen=True)
@@ -78,10 +126,12 @@ class RooflineWork:
         the gate's headline clock (the stream held while the call is enqueued; the host launch is
         not in it).  A call must launch at least one kernel, so no honest latency is below it,
         whatever the bytes and FLOPs.
+        Without a rate for this unit (``device_info``: the FP8 matmul could not be timed) the
+        FLOP term is left out: the floor is then lower, never invented.
         """
-        rate = ceilings[f"{self.unit}_flops"]
-        return max(self.flops / rate, self.bytes / ceilings["copy_bandwidth_Bps"],
-                   ceilings.get("launch_latency_s", 0.0))
+        rate = ceilings.get(f"{self.unit}_flops")
+        compute_s = self.flops / rate if rate else 0.0
+        return max(compute_s, self.bytes / ceilings["copy_bandwidth_Bps"], ceilings.get("launch_latency_s", 0.0))
 
     @staticmethod
     def mean(works: "List[RooflineWork]") -> "RooflineWork":
@@ -172,6 +222,13 @@ class BuiltinDefinition:
         if solution.definition != self.base_name:
             return f"solution {solution.name!r} is for {solution.definition}, not {self.base_name}"
         return None
+
+    def with_contest_rule(self) -> "BuiltinDefinition":
+        """This definition judged by the contest rule alone (``--contest-rule``): the strict
+        errors are still computed and recorded, and do not judge."""
+        from dataclasses import replace
+
+        return replace(self, tolerance=self.tolerance.contest_only())
 
     def quick_variant(self) -> "BuiltinDefinition":
         """The same definition at reduced const sizes, named ``<name>__quick``, with small

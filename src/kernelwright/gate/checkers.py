@@ -10,22 +10,38 @@
   page in that row's block table below seq_len, with no duplicates; then the weighted-ReLU
   scores at the returned indices, sorted, are compared with the sorted scores at the reference
   indices (-1 maps to -inf; a shared -inf matches).
+
+Beside each contest rule, the definition's strict rule (``definitions.base.StrictRule``): the
+relative L2 error of every floating-point output, and per row where the definition says so (MoE
+tokens, attention (token, head) rows); for the indexer, the same two bounds on the sorted
+recomputed scores.  A check passes only when both rules do, unless the tolerance is
+``contest_rule_only`` (``--contest-rule``); the strict errors are computed and recorded either
+way.  A contest failure keeps its reason (``TOLERANCE``, ``NON_FINITE``, ...); a check that only
+the strict rule rejects gets ``STRICT_TOLERANCE``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
-from kernelwright.definitions.base import Tolerance
+from kernelwright.definitions.base import StrictRule, Tolerance
+from kernelwright.gate.guards import STRICT_TOLERANCE
 from kernelwright.trace import EvaluationStatus
 
 
 @dataclass
 class CheckResult:
+    """One check of a solution's outputs.  ``max_*_error`` and ``matched_ratio`` are the contest
+    rule's statistics; ``strict`` maps each output name to its strict errors
+    (``{"rel_l2": float, "row_rel_l2": float | None}``, empty when the definition has no strict
+    rule or the outputs could not be compared); ``rule`` says which rules judged
+    (``Tolerance.rule``) and ``failed_rule`` which one rejected (``"contest"``, ``"strict"`` or
+    None)."""
+
     status: EvaluationStatus
     max_absolute_error: float = 0.0
     max_relative_error: float = 0.0
@@ -33,10 +49,113 @@ class CheckResult:
     reason: Optional[str] = None
     detail: str = ""
     extra: Dict[str, Any] = field(default_factory=dict)
+    rule: str = "contest"
+    strict: Dict[str, Dict[str, Optional[float]]] = field(default_factory=dict)
+    failed_rule: Optional[str] = None
 
     @property
     def passed(self) -> bool:
         return self.status == EvaluationStatus.PASSED
+
+    def verdict_record(self, tol: Tolerance) -> Dict[str, Any]:
+        """What a trace records of this check (``Correctness.extra``): the contest matched ratio,
+        the rule that judged, which one rejected, the strict errors per output and the strict
+        thresholds."""
+        record: Dict[str, Any] = {"matched_ratio": self.matched_ratio, "rule": self.rule}
+        if self.failed_rule:
+            record["failed_rule"] = self.failed_rule
+        if tol.strict is not None:
+            record["strict"] = {name: dict(errs) for name, errs in self.strict.items()}
+            record["strict_thresholds"] = {"max_rel_l2": tol.strict.max_rel_l2,
+                                           "max_row_rel_l2": tol.strict.max_row_rel_l2,
+                                           "row_axes": tol.strict.row_axes}
+        return record
+
+
+def worst_strict(results: List[CheckResult]) -> Dict[str, Dict[str, Optional[float]]]:
+    """Per output, the largest strict errors over several checks (e.g. the correctness trials)."""
+    worst: Dict[str, Dict[str, Optional[float]]] = {}
+    for res in results:
+        for name, errs in res.strict.items():
+            into = worst.setdefault(name, {"rel_l2": None, "row_rel_l2": None})
+            for key, value in errs.items():
+                if value is not None and (into.get(key) is None or value > into[key]):
+                    into[key] = value
+    return worst
+
+
+def _ratio(num: float, den: float) -> float:
+    """num / den, with 0/0 = 0 and x/0 = inf (a nonzero output where the reference is all zero)."""
+    if den > 0:
+        return num / den
+    return 0.0 if num == 0 else math.inf
+
+
+def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
+                  allow_ref_neg_inf: bool = False) -> Dict[str, Optional[float]]:
+    """The strict errors of one output against its reference (``StrictRule`` gives the formulas).
+
+    Args:
+        out, ref: tensors of the same shape (any floating dtype; compared in float32, norms
+            accumulated in float64).
+        rule: which per-row bound applies (``row_axes``).
+        allow_ref_neg_inf: exclude positions where both are -inf (attention LSE).
+
+    Returns:
+        ``{"rel_l2": float, "row_rel_l2": float | None}`` (None where no per-row bound applies);
+        inf for any non-finite value other than an excluded -inf pair.
+    """
+    x = out.to(torch.float32)
+    y = ref.to(torch.float32)
+    row_applies = rule.max_row_rel_l2 is not None and x.dim() > rule.row_axes
+    excluded = (torch.isneginf(x) & torch.isneginf(y)) if allow_ref_neg_inf else None
+    ok = torch.isfinite(x) & torch.isfinite(y)
+    if excluded is not None:
+        ok = ok | excluded
+    if not bool(ok.all()):
+        return {"rel_l2": math.inf, "row_rel_l2": math.inf if row_applies else None}
+    if excluded is not None and bool(excluded.any()):
+        zero = torch.zeros((), dtype=x.dtype, device=x.device)
+        x, y = torch.where(excluded, zero, x), torch.where(excluded, zero, y)
+    diff = x - y
+    norm = lambda t, **kw: torch.linalg.vector_norm(t, dtype=torch.float64, **kw)  # noqa: E731
+    errors: Dict[str, Optional[float]] = {"rel_l2": _ratio(float(norm(diff)), float(norm(y))), "row_rel_l2": None}
+    if row_applies:
+        rows = math.prod(x.shape[:rule.row_axes])
+        d_rows = norm(diff.reshape(rows, -1), dim=1)
+        y_rows = norm(y.reshape(rows, -1), dim=1)
+        live = y_rows > 0
+        errors["row_rel_l2"] = float((d_rows[live] / y_rows[live]).max()) if bool(live.any()) else 0.0
+    return errors
+
+
+def strict_violation(name: str, errors: Mapping[str, Optional[float]], rule: StrictRule) -> Optional[str]:
+    """A one-line description of how ``errors`` break ``rule``, or None when they do not."""
+    if errors["rel_l2"] > rule.max_rel_l2:
+        return f"{name}: relative L2 error {errors['rel_l2']:.4g} > {rule.max_rel_l2:g} (strict rule)"
+    row = errors.get("row_rel_l2")
+    if row is not None and rule.max_row_rel_l2 is not None and row > rule.max_row_rel_l2:
+        return f"{name}: worst per-row relative L2 error {row:.4g} > {rule.max_row_rel_l2:g} (strict rule)"
+    return None
+
+
+def _judge(contest: CheckResult, tol: Tolerance, strict: Dict[str, Dict[str, Optional[float]]]) -> CheckResult:
+    """Attach the strict errors to a contest check and apply the strict rule where it judges."""
+    contest.rule = tol.rule
+    contest.strict = strict
+    if not contest.passed:
+        contest.failed_rule = "contest"
+        return contest
+    if tol.strict is not None and not tol.contest_rule_only:
+        for name, errors in strict.items():
+            problem = strict_violation(name, errors, tol.strict)
+            if problem:
+                contest.status = EvaluationStatus.INCORRECT_NUMERICAL
+                contest.reason = STRICT_TOLERANCE
+                contest.detail = problem
+                contest.failed_rule = "strict"
+                return contest
+    return contest
 
 
 def _finite_stats(x: torch.Tensor, y: torch.Tensor, tol: Tolerance, allowed_nonfinite: Optional[torch.Tensor] = None):
@@ -78,9 +197,22 @@ def check_shapes_dtypes(outputs: Mapping[str, torch.Tensor], expected: Mapping[s
 
 
 def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool = False) -> CheckResult:
+    """The contest rule on every output (see the module docstring), then the strict rule on every
+    floating-point output."""
     bad = check_shapes_dtypes(outputs, expected)
     if bad:
+        bad.rule = tol.rule
+        bad.failed_rule = "contest"
         return bad
+    strict: Dict[str, Dict[str, Optional[float]]] = {}
+    if tol.strict is not None:
+        for name, ref in expected.items():
+            if ref.is_floating_point():
+                strict[name] = strict_errors(outputs[name], ref, tol.strict, allow_ref_neg_inf)
+    return _judge(_contest_elementwise(outputs, expected, tol, allow_ref_neg_inf), tol, strict)
+
+
+def _contest_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool) -> CheckResult:
     worst = CheckResult(EvaluationStatus.PASSED)
     worst.matched_ratio = 1.0
     for name, ref in expected.items():
@@ -109,11 +241,16 @@ def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool
 
 
 def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, Any]) -> CheckResult:
-    """The DSA indexer check (validity, then sorted-score comparison)."""
+    """The DSA indexer check: validity (any violation fails at once, errors inf), then per batch
+    row the sorted recomputed scores at the returned indices against those at the reference's
+    (the contest rule on every row, then the strict rule: per-row and overall relative L2 of the
+    sorted scores, a row that returns a different number of valid indices scoring inf)."""
     from kernelwright.definitions.dsa_indexer import reference as ref_mod
 
     bad = check_shapes_dtypes(outputs, expected)
     if bad:
+        bad.rule = tol.rule
+        bad.failed_rule = "contest"
         return bad
     got = outputs["topk_indices"].to(torch.int64).cpu()
     want = expected["topk_indices"].to(torch.int64).cpu()
@@ -124,20 +261,24 @@ def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, A
     page_size = inputs["k_index_cache_fp8"].shape[1]
     weights = inputs["weights"].to(torch.float32)
     result = CheckResult(EvaluationStatus.PASSED)
+    strict_sq = [0.0, 0.0]          # sum over rows of ||x - y||^2 and ||y||^2 (sorted scores)
+    worst_row = 0.0
     for b in range(got.shape[0]):
         seq_len = int(seq_lens[b])
         valid_ids = ref_mod.row_token_ids(table[b], seq_len, page_size).cpu() if seq_len > 0 else torch.empty(0, dtype=torch.int64)
         row = got[b]
         chosen = row[row >= 0]
+        invalid = None
         if (row < -1).any():
-            return CheckResult(EvaluationStatus.INCORRECT_NUMERICAL, math.inf, math.inf, 0.0,
-                               "INVALID_INDEX", f"row {b}: negative index other than -1 (unwritten output?)")
-        if chosen.numel() != torch.unique(chosen).numel():
-            return CheckResult(EvaluationStatus.INCORRECT_NUMERICAL, math.inf, math.inf, 0.0,
-                               "DUPLICATE_INDEX", f"row {b}: duplicate indices")
-        if chosen.numel() and not torch.isin(chosen, valid_ids).all():
-            return CheckResult(EvaluationStatus.INCORRECT_NUMERICAL, math.inf, math.inf, 0.0,
-                               "INVALID_INDEX", f"row {b}: index outside the row's pages or beyond seq_len")
+            invalid = ("INVALID_INDEX", f"row {b}: negative index other than -1 (unwritten output?)")
+        elif chosen.numel() != torch.unique(chosen).numel():
+            invalid = ("DUPLICATE_INDEX", f"row {b}: duplicate indices")
+        elif chosen.numel() and not torch.isin(chosen, valid_ids).all():
+            invalid = ("INVALID_INDEX", f"row {b}: index outside the row's pages or beyond seq_len")
+        if invalid is not None:
+            res = CheckResult(EvaluationStatus.INCORRECT_NUMERICAL, math.inf, math.inf, 0.0, *invalid)
+            strict = {"topk_indices": {"rel_l2": math.inf, "row_rel_l2": math.inf}} if tol.strict else {}
+            return _judge(res, tol, strict)
         ref_ids = want[b][want[b] >= 0]
         device = keys_flat.device
         s_got = ref_mod.row_scores(q[b], keys_flat, weights[b], chosen.to(device)) if chosen.numel() else torch.empty(0, device=device)
@@ -151,13 +292,27 @@ def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, A
         result.max_absolute_error = max(result.max_absolute_error, max_abs)
         result.max_relative_error = max(result.max_relative_error, max_rel)
         result.matched_ratio = min(result.matched_ratio, matched)
-        if nonfinite or matched < tol.required_matched_ratio:
+        if (nonfinite or matched < tol.required_matched_ratio) and result.passed:
             result.status = EvaluationStatus.INCORRECT_NUMERICAL
             result.reason = "TOLERANCE"
             result.detail = f"row {b}: sorted scores differ (matched {matched:.4f}, {chosen.numel()} valid of {ref_ids.numel()})"
-            return result
+        if chosen.numel() != ref_ids.numel():
+            worst_row = math.inf
+            continue
+        xs, ys = x[: ref_ids.numel()].double(), y[: ref_ids.numel()].double()
+        d2, y2 = float(((xs - ys) ** 2).sum()), float((ys ** 2).sum())
+        if not (math.isfinite(d2) and math.isfinite(y2)):
+            worst_row = math.inf
+            continue
+        strict_sq[0] += d2
+        strict_sq[1] += y2
+        worst_row = max(worst_row, _ratio(math.sqrt(d2), math.sqrt(y2)))
     result.extra["matched_ratio"] = result.matched_ratio
-    return result
+    strict = {}
+    if tol.strict is not None:
+        overall = math.inf if math.isinf(worst_row) else _ratio(math.sqrt(strict_sq[0]), math.sqrt(strict_sq[1]))
+        strict = {"topk_indices": {"rel_l2": overall, "row_rel_l2": worst_row}}
+    return _judge(result, tol, strict)
 
 
 def check_outputs(kind: str, outputs, expected, tol: Tolerance, inputs: Mapping[str, Any]) -> CheckResult:

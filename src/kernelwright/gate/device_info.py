@@ -9,6 +9,13 @@ roofline; each default says where it came from.
 ``peak`` values are the vendor's datasheet numbers: a measured latency implying more than the
 peak is physically impossible (the SUSPICIOUS rule); ``measured`` values are what the roofline
 fraction is computed against.
+
+Only measured values are stored as measured.  When the FP8 matmul cannot be timed (no
+``torch._scaled_mm`` for this GPU or build), ``measured`` has no ``fp8_flops`` and says why in
+``fp8_flops_unmeasured``; a roofline floor for FP8 work then has no FLOP term
+(``RooflineWork.floor_s``).  Caches written before this rule held an FP8 rate of exactly 2 x the
+BF16 rate when the timing failed (an estimate labelled measured): ``load_ceilings`` drops such a
+value and says so.
 """
 
 from __future__ import annotations
@@ -60,8 +67,24 @@ def device_name(device: torch.device) -> str:
     return "cpu"
 
 
+LEGACY_FP8_ESTIMATE = ("dropped: the cached FP8 rate was exactly 2 x the BF16 rate, the estimate an older "
+                       "kernelwright stored as measured when the FP8 timing failed")
+
+
+def _without_invented_rates(measured: Dict) -> Dict:
+    """``measured`` without an FP8 rate that is the legacy 2 x BF16 stand-in (see the module
+    docstring); every other entry unchanged."""
+    fp8, bf16 = measured.get("fp8_flops"), measured.get("bf16_flops")
+    if fp8 is not None and bf16 is not None and fp8 == 2 * bf16:
+        kept = {k: v for k, v in measured.items() if k != "fp8_flops"}
+        kept["fp8_flops_unmeasured"] = LEGACY_FP8_ESTIMATE
+        return kept
+    return measured
+
+
 def load_ceilings(device: torch.device) -> Optional[Dict]:
-    """{'measured': {...}, 'peak': {...}, 'source': str} for this device, or None (e.g. CPU)."""
+    """{'measured': {...}, 'peak': {...}, 'source': str} for this device, or None (e.g. CPU).
+    ``measured`` may lack ``fp8_flops`` (then ``fp8_flops_unmeasured`` says why)."""
     name = device_name(device)
     try:
         cached = json.loads(_cache_file().read_text()).get(name)
@@ -69,8 +92,9 @@ def load_ceilings(device: torch.device) -> Optional[Dict]:
         cached = None
     known = KNOWN_DEVICES.get(name)
     if cached:
-        peak = (known or {}).get("peak") or {k: v * 1.0 for k, v in cached["measured"].items()}
-        return {"measured": cached["measured"], "peak": peak, "source": cached.get("source", "measured")}
+        measured = _without_invented_rates(cached["measured"])
+        peak = (known or {}).get("peak") or {k: v * 1.0 for k, v in measured.items() if isinstance(v, (int, float))}
+        return {"measured": measured, "peak": peak, "source": cached.get("source", "measured")}
     return known
 
 
@@ -147,15 +171,15 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
     a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
     b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
     bf16_ms = _time_ms(lambda: a @ b)
-    fp8_flops = None
+    fp8_flops, fp8_error = None, None
     try:
         a8 = a.to(torch.float8_e4m3fn)
         b8 = b.to(torch.float8_e4m3fn).t()
         one = torch.ones((), device=device)
         fp8_ms = _time_ms(lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
         fp8_flops = 2 * size**3 / (fp8_ms * 1e-3)
-    except Exception:
-        pass
+    except Exception as exc:   # no FP8 matmul here: record why, invent nothing
+        fp8_error = f"the FP8 matmul could not be timed ({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''})"
     from kernelwright.gate.timing import device_time_ms
 
     tiny = torch.zeros(1, device=device)
@@ -163,8 +187,11 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
     measured = {
         "copy_bandwidth_Bps": 2 * 4 * n / (copy_ms * 1e-3),
         "bf16_flops": 2 * size**3 / (bf16_ms * 1e-3),
-        "fp8_flops": fp8_flops or 2 * (2 * size**3 / (bf16_ms * 1e-3)),
     }
+    if fp8_flops is not None:
+        measured["fp8_flops"] = fp8_flops
+    else:
+        measured["fp8_flops_unmeasured"] = fp8_error
     if launch_ms is not None:
         measured["launch_latency_s"] = launch_ms * 1e-3
     name = device_name(device)
@@ -178,5 +205,6 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
             table = {}
         table[name] = record
         path.write_text(json.dumps(table, indent=2))
-    peak = (KNOWN_DEVICES.get(name) or {}).get("peak") or {**measured, "launch_latency_s": 1e-6}
+    peak = (KNOWN_DEVICES.get(name) or {}).get("peak") or {
+        **{k: v for k, v in measured.items() if isinstance(v, float)}, "launch_latency_s": 1e-6}
     return {"measured": measured, "peak": peak, "source": record["source"], "name": name}

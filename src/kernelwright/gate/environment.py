@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import platform
+import subprocess
 import sys
 from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict
 
 import torch
 
@@ -39,3 +42,26 @@ def environment(device: str) -> Environment:
         hardware = f"CPU {platform.machine()} ({platform.processor() or 'unknown'})"
     libs["platform"] = sys.platform
     return Environment(hardware=hardware, libs=libs)
+
+
+def source_revision() -> Dict[str, Any]:
+    """Which code is running: the git commit of the checkout that holds the kernelwright package,
+    whether its tree differs from that commit (``git status --porcelain``: tracked changes and
+    untracked files not ignored), and the first 20 such paths.  Outside a git checkout (an
+    installed wheel) ``commit`` and ``dirty`` are None and ``error`` says why."""
+    root = Path(kernelwright.__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip().splitlines()[0] if done.stderr.strip() else f"git {args[0]} failed")
+        return done.stdout
+
+    try:
+        top = git("rev-parse", "--show-toplevel").strip()
+        commit = git("rev-parse", "HEAD").strip()
+        changed = [line[3:] for line in git("status", "--porcelain").splitlines() if line.strip()]
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        return {"commit": None, "dirty": None, "changed": [], "checkout": None,
+                "error": f"not a git checkout ({exc})"}
+    return {"commit": commit, "dirty": bool(changed), "changed": changed[:20], "checkout": top}

@@ -26,7 +26,7 @@ from kernelwright.definitions.base import BuiltinDefinition, Tolerance, Workload
 from kernelwright.definitions.fixed import fixed_names
 from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
-from kernelwright.gate.checkers import CheckResult, check_outputs
+from kernelwright.gate.checkers import CheckResult, check_outputs, worst_strict
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
 from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
@@ -62,8 +62,11 @@ class GateConfig:
     # inputs of its timed iterations in advance (red-team case ``predict_inputs``); recorded in each
     # trace's gate notes (``input_nonce``), and a run with the same nonce reproduces the inputs
     nonce: str = field(default_factory=lambda: os.urandom(8).hex())
+    # True (``--contest-rule``): every check judged by the FlashInfer-Bench rule alone; the strict
+    # errors are still computed and recorded (``Tolerance.contest_only``, gate/checkers.py)
+    contest_rule: bool = False
     # --atol / --rtol / --required-matched-ratio: each one set replaces that term of every
-    # definition's tolerance (recorded in every trace; a looser one marks the table row)
+    # definition's (contest-rule) tolerance (recorded in every trace; a looser one marks the table row)
     atol: Optional[float] = None
     rtol: Optional[float] = None
     required_matched_ratio: Optional[float] = None
@@ -113,6 +116,8 @@ class WorkloadContext:
 
     def __init__(self, builtin: BuiltinDefinition, workload: Workload, cfg: GateConfig):
         self.default_tolerance = builtin.tolerance
+        if cfg.contest_rule:
+            builtin = builtin.with_contest_rule()
         judged = cfg.tolerance_for(builtin.tolerance)
         if judged != builtin.tolerance:
             import dataclasses
@@ -300,7 +305,8 @@ def _trace(ctx: WorkloadContext, run: SolutionRun, status: EvaluationStatus, log
     judged = record.judged_by(b.checker, record.tolerance_dict(b.tolerance), record.tolerance_dict(ctx.default_tolerance),
                               {"name": b.name, "origin": b.origin,
                                "locator": None if b.origin == "builtin" and b.blob_root is None else b.locator},
-                              ctx.cfg.guards, ctx.cfg.split, gate.suspicious, gate.reasons)
+                              ctx.cfg.guards, ctx.cfg.split, gate.suspicious, gate.reasons,
+                              rule=getattr(b.tolerance, "rule", None))
     if correctness is not None:
         correctness = correctness.model_copy(update={"extra": {**(correctness.extra or {}), record.EXTRA_KEY: judged}})
     log = record.log_line(judged) + "\n" + log
@@ -325,7 +331,7 @@ def _rejected(ctx, run, reason: str, message: str, gate: GateReport, check: Opti
     gate.detail = clip(message, DETAIL_WIDTH)
     if check is not None and check.status == EvaluationStatus.INCORRECT_NUMERICAL:
         corr = Correctness(max_absolute_error=_nn(check.max_absolute_error), max_relative_error=_nn(check.max_relative_error),
-                           extra={"matched_ratio": check.matched_ratio, "reason": reason})
+                           extra={**check.verdict_record(ctx.builtin.tolerance), "reason": reason})
         return _trace(ctx, run, EvaluationStatus.INCORRECT_NUMERICAL, log=message + "\n" + run.session.new_log(),
                       correctness=corr, gate=gate)
     status = check.status if check is not None and check.status != EvaluationStatus.PASSED else EvaluationStatus.RUNTIME_ERROR
@@ -558,6 +564,12 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     load = session.load_reply
     if watch.files:
         return _rejected(ctx, run, guards.FILE_TAMPERED, f"protected files changed while loading: {watch.files[:8]}", gate), None
+    gaps = list(load.get("integrity_gaps") or [])
+    own_gaps = integrity.gap_concerns(gaps, ctx.builtin.base_name)
+    if own_gaps:
+        return _rejected(ctx, run, guards.INTEGRITY_INCOMPLETE,
+                         f"the worker's integrity snapshot misses this definition: {own_gaps[:3]}", gate), None
+    gate.warnings += [f"{guards.INTEGRITY_INCOMPLETE}: not snapshotted in the worker: {g}" for g in gaps]
     if cfg.guards and load.get("py_threads", 0) > load.get("py_threads_before", 1 << 30):
         return _rejected(ctx, run, guards.BACKGROUND_THREAD,
                          f"importing the solution started {load['py_threads'] - load['py_threads_before']} Python "
@@ -579,6 +591,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
 
     # 1. correctness on fresh inputs per trial
     worst = CheckResult(EvaluationStatus.PASSED)
+    checks: List[CheckResult] = []
     first_call_threads = None
     for t, trial in enumerate(ctx.trials):
         _fill_inputs(ctx, sets[0]["inputs"], trial)
@@ -615,6 +628,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                               ctx.builtin.tolerance, trial.inputs)
         if not check.passed:
             return _rejected(ctx, run, check.reason or "TOLERANCE", f"trial {t}: {check.detail}", gate, check), None
+        checks.append(check)
         worst.max_absolute_error = max(worst.max_absolute_error, check.max_absolute_error)
         worst.max_relative_error = max(worst.max_relative_error, check.max_relative_error)
         worst.matched_ratio = min(worst.matched_ratio, check.matched_ratio)
@@ -639,9 +653,11 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             if not again.passed:
                 return _rejected(ctx, run, guards.NONDETERMINISTIC,
                                  f"a second run on the same inputs failed: {again.detail}", gate, again), None
+    # the record: contest statistics and strict errors, each the worst over the trials
+    worst.rule, worst.strict = ctx.builtin.tolerance.rule, worst_strict(checks)
     correctness = Correctness(max_absolute_error=_nn(worst.max_absolute_error),
                               max_relative_error=_nn(worst.max_relative_error),
-                              extra={"matched_ratio": worst.matched_ratio})
+                              extra=worst.verdict_record(ctx.builtin.tolerance))
 
     # 2. timing (fresh input contents every iteration, a twin, rotating buffers, sampled checks)
     clocks = ClockTrials()

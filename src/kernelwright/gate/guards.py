@@ -18,6 +18,8 @@ import torch
 # -- reason codes -------------------------------------------------------------------------
 NON_FINITE = "NON_FINITE"                    # NaN/inf in an output (incl. an unwritten, poisoned element)
 TOLERANCE = "TOLERANCE"                      # outside atol/rtol/matched ratio
+STRICT_TOLERANCE = "STRICT_TOLERANCE"        # within the contest rule, outside the strict rule (relative L2)
+INTEGRITY_INCOMPLETE = "INTEGRITY_INCOMPLETE"  # the worker could not snapshot the evaluated definition's functions
 STALE_OUTPUT = "STALE_OUTPUT"                # a sampled timed iteration's output is wrong for that input set
 GRAPH_STALE_OUTPUT = "GRAPH_STALE_OUTPUT"    # a graph replay's output is wrong for the replayed inputs
 INPUT_MUTATED = "INPUT_MUTATED"              # an input changed during the call
@@ -60,6 +62,10 @@ DEVICE_GRAPH_MIN_RATIO = 0.75
 REASONS = {
     NON_FINITE: "NaN/inf in an output (an unwritten, poisoned element or an overflow)",
     TOLERANCE: "outside atol/rtol/required matched ratio",
+    INTEGRITY_INCOMPLETE: "the worker could not snapshot the functions of the definition under evaluation, so a "
+                          "hook on them would go unseen: not judged (a failure of the gate, not of the solution)",
+    STRICT_TOLERANCE: "within the contest rule but outside the definition's strict rule: relative L2 error of an "
+                      "output, or of its worst row, above the threshold (docs/gate.md, the strict verdict)",
     "INVALID_INDEX": "indexer: an index outside its row's pages / beyond seq_len, or < -1",
     "DUPLICATE_INDEX": "indexer: the same token id twice in a row",
     "SHAPE": "output shape differs from the definition",

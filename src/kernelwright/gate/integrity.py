@@ -7,6 +7,11 @@ namespaces, the identity of every attribute (and, for Python functions, of their
 every message and lists what differs; the parent turns timer names into TIMER_TAMPERED and the
 rest into GATE_TAMPERED.
 
+A definition whose functions cannot be listed (``all_builtins`` or one definition raising) is
+not dropped in silence: ``Snapshot.gaps`` names it, the worker returns the gaps with its ``load``
+reply, and the parent rejects the evaluation of that definition with INTEGRITY_INCOMPLETE (a
+gap in another definition is a warning on the trace).
+
 The worker does not depend on detection alone: its clocks, events and IPC functions are bound
 before the solution runs (``timing.Primitives``, locals of ``Harness.serve``), so a patch changes
 no measurement.  Detection makes the attempt visible in the trace.  What it cannot see: writes
@@ -116,6 +121,8 @@ class Snapshot:
         self.extra = extra  # label -> (getter, original)
         self.hooks = _hook_state()  # profile/trace functions, torch modes, gc callbacks at capture
         self.instances: Dict[str, Tuple[Any, frozenset]] = {}   # label -> (object, its attribute names)
+        # what could not be snapshotted: "definition <name>: <error>", or ALL_DEFINITIONS + ": <error>"
+        self.gaps: List[str] = []
 
 
 def capture(harness: Any = None) -> Snapshot:
@@ -142,13 +149,8 @@ def capture(harness: Any = None) -> Snapshot:
             classes[label] = (cls, frozenset(cls.__dict__))
         except Exception:
             continue
-    definitions = sys.modules.get("kernelwright.definitions")
-    if definitions is not None:
-        try:
-            for builtin in definitions.all_builtins():
-                entries += _entries_of(f"definition {builtin.name}", builtin, list(vars(builtin)))
-        except Exception:
-            pass
+    definition_entries, gaps = _definition_entries()
+    entries += definition_entries
     extra: Dict[str, Any] = {}
     if harness is not None:
         for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step"):
@@ -159,6 +161,7 @@ def capture(harness: Any = None) -> Snapshot:
             for attr in ("buffer", "_reset_persisting", "device"):
                 extra[f"harness.flusher.{attr}"] = (lambda a=attr: getattr(flusher, a, None), getattr(flusher, attr, None))
     snap = Snapshot(entries, extra, classes)
+    snap.gaps = gaps
     if harness is not None:
         for label, obj in (("harness", harness), ("harness.flusher", getattr(harness, "flusher", None)),
                            ("harness.launches", getattr(harness, "launches", None)),
@@ -166,6 +169,36 @@ def capture(harness: Any = None) -> Snapshot:
             if obj is not None and hasattr(obj, "__dict__"):
                 snap.instances[label] = (obj, frozenset(vars(obj)))
     return snap
+
+
+ALL_DEFINITIONS = "every definition"
+
+
+def _definition_entries() -> Tuple[List[Entry], List[str]]:
+    """The entries of every built-in definition object, and the gaps: one line per definition
+    that could not be listed (``definition <name>: <error>``), or ``every definition: <error>``
+    when the definitions themselves could not be imported or listed."""
+    definitions = sys.modules.get("kernelwright.definitions")
+    if definitions is None:
+        return [], [f"{ALL_DEFINITIONS}: kernelwright.definitions could not be imported"]
+    try:
+        found = list(definitions.all_builtins())
+    except Exception as exc:
+        return [], [f"{ALL_DEFINITIONS}: all_builtins() raised {type(exc).__name__}: {exc}"]
+    entries: List[Entry] = []
+    gaps: List[str] = []
+    for builtin in found:
+        name = getattr(builtin, "name", repr(builtin))
+        try:
+            entries += _entries_of(f"definition {name}", builtin, list(vars(builtin)))
+        except Exception as exc:
+            gaps.append(f"definition {name}: {type(exc).__name__}: {exc}")
+    return entries, gaps
+
+
+def gap_concerns(gaps: List[str], definition_name: str) -> List[str]:
+    """The gaps that leave ``definition_name`` (a built-in's name, without ``__quick``) unwatched."""
+    return [g for g in gaps if g.startswith(f"{ALL_DEFINITIONS}:") or g.startswith(f"definition {definition_name}:")]
 
 
 def _instance_shadows(snap: "Snapshot") -> List[str]:

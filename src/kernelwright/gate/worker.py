@@ -276,6 +276,8 @@ class Harness:
                          "error": "".join(traceback.format_exception(exc))[-4000:]}
             if op in ("load", "alloc"):
                 rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
+            if op == "load":
+                reply["integrity_gaps"] = list(snapshot.gaps)   # definitions not snapshotted (integrity.py)
             try:
                 reply["tampered"] = list(dict.fromkeys(early + changed(snapshot)))
             except Exception as exc:
@@ -692,12 +694,14 @@ class Harness:
         P = self.prims
         start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
         epoch = self.hold.begin(P.stream)
-        t0 = P.now()
-        P.event_record(start, P.stream)
-        returned = self._call(args, outputs, state) if call is None else call()
-        P.event_record(end, P.stream)
-        t1 = P.now()
-        self.hold.release(epoch)
+        try:
+            t0 = P.now()
+            P.event_record(start, P.stream)
+            returned = self._call(args, outputs, state) if call is None else call()
+            P.event_record(end, P.stream)
+            t1 = P.now()
+        finally:   # a call that raises must not leave the device held until the time limit
+            self.hold.release(epoch)
         P.sync()
         t2 = P.now()
         return returned, {"events": (start, end), "outcome": self.hold.outcome(epoch), "host_s": t1 - t0,

@@ -7,7 +7,9 @@ mean eager and graph-replay latency, mean speedup vs the reference, mean speedup
 (the contest's metric: the mean over workloads of baseline latency / solution latency, over the
 workloads both passed, on the headline clock of the same run), and the fraction of the roofline
 reached (floor latency / measured latency; mean and minimum).  Per workload: every solution's
-headline, eager and graph latency and clock, and the plot position (``x``, ``series``).
+headline, eager and graph latency and clock, and the plot position (``x``, ``series``).  Per solution also
+the numerical verdict's record (``_verdict_stats``): which rule judged, the worst strict errors
+over the passing workloads and their margin to the definition's thresholds.
 """
 
 from __future__ import annotations
@@ -79,6 +81,34 @@ def _vs_fastest_baseline(lat: Mapping[str, Mapping[str, float]], sol: str, basel
         if ratios:
             out[r] = float(statistics.mean(ratios))
     return out
+
+
+def _verdict_stats(traces: List[Trace]) -> Dict[str, Any]:
+    """Over the passing traces of one solution: the rules that judged them (``contest+strict`` or
+    ``contest``, from ``correctness.extra.rule``), the worst strict errors per output, the strict
+    thresholds, and the margins: threshold / worst error (> 1 means every workload is inside the
+    bound; inf when the worst error is 0).  Traces written before the strict rule existed carry no
+    strict record and count under rule ``contest (no strict record)``."""
+    rules: Dict[str, int] = {}
+    worst: Dict[str, Dict[str, float]] = {}
+    thresholds: Optional[Dict[str, Any]] = None
+    for t in traces:
+        extra = (t.evaluation.correctness.extra if t.evaluation.correctness else None) or {}
+        rule = extra.get("rule", "contest (no strict record)")
+        rules[rule] = rules.get(rule, 0) + 1
+        thresholds = extra.get("strict_thresholds") or thresholds
+        for name, errs in (extra.get("strict") or {}).items():
+            into = worst.setdefault(name, {})
+            for key, value in errs.items():
+                if value is not None:
+                    into[key] = max(into.get(key, 0.0), float(value))
+    margins: Dict[str, Optional[float]] = {}
+    if thresholds:
+        for key, bound in (("rel_l2", thresholds.get("max_rel_l2")), ("row_rel_l2", thresholds.get("max_row_rel_l2"))):
+            values = [errs[key] for errs in worst.values() if key in errs]
+            if bound is not None and values:
+                margins[key] = bound / max(values) if max(values) > 0 else float("inf")
+    return {"rules": rules, "worst_strict": worst, "strict_thresholds": thresholds, "strict_margin": margins}
 
 
 def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
@@ -154,6 +184,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 "regime_speedup_vs_fastest_baseline": best_vs,
                 "mean_roofline_fraction": _mean(fractions),
                 "min_roofline_fraction": min(fractions) if fractions else None,
+                "verdict": _verdict_stats(passed),
                 "failures": failed[:50],
             }
         rows = []

@@ -16,6 +16,9 @@ from typing import List, Optional
 from kernelwright.trace import Solution
 
 SHIPPED_ROOT = Path(__file__).parent
+# candidates: written and CPU-tested, waiting for the H200 measurement that would make them the
+# shipped solution of their definition (never run by default; ``bench -s <folder>`` runs one)
+CANDIDATES_ROOT = SHIPPED_ROOT / "candidates"
 
 
 def load_solution_folder(folder: Path) -> Solution:
@@ -50,11 +53,20 @@ def load_solution_folder(folder: Path) -> Solution:
     )
 
 
-def shipped_solutions(definition: Optional[str] = None) -> List[Solution]:
-    """Every shipped solution (optionally only those for one definition name)."""
+def _solutions_in(root: Path, definition: Optional[str]) -> List[Solution]:
     found = []
-    for manifest in sorted(SHIPPED_ROOT.glob("*/manifest.json")):
+    for manifest in sorted(root.glob("*/manifest.json")):
         sol = load_solution_folder(manifest.parent)
         if definition is None or sol.definition == definition:
             found.append(sol)
     return found
+
+
+def shipped_solutions(definition: Optional[str] = None) -> List[Solution]:
+    """Every shipped solution (optionally only those for one definition name)."""
+    return _solutions_in(SHIPPED_ROOT, definition)
+
+
+def candidate_solutions(definition: Optional[str] = None) -> List[Solution]:
+    """The candidate solutions (``CANDIDATES_ROOT``), optionally only those for one definition name."""
+    return _solutions_in(CANDIDATES_ROOT, definition)

@@ -23,7 +23,8 @@ The record (all plain JSON):
 used; ``default_tolerance`` the definition's own; ``looser`` whether any term of ``tolerance``
 is looser than the default; ``definition`` {name, origin: builtin|module|file, locator (None for
 a built-in)}; ``guards`` whether the anti-hack guards ran; ``split``; ``suspicious``;
-``reasons`` the gate's codes.
+``reasons`` the gate's codes; ``rule`` which numerical rules judged (``contest+strict``, or
+``contest`` with ``--contest-rule`` or for a definition without a strict rule).
 """
 
 from __future__ import annotations
@@ -47,12 +48,16 @@ def looser(tol: Dict[str, float], default: Dict[str, float]) -> bool:
 
 
 def judged_by(checker: str, tolerance: Dict[str, float], default: Dict[str, float], definition: Dict[str, Any],
-              guards_on: bool, split: str, suspicious: bool, reasons) -> Dict[str, Any]:
+              guards_on: bool, split: str, suspicious: bool, reasons, rule: Optional[str] = None) -> Dict[str, Any]:
     """The record of one trace (see the module docstring): ``tolerance`` the verdict used,
-    ``default`` the definition's own, ``definition`` {name, origin, locator}."""
-    return {"checker": checker, "tolerance": dict(tolerance), "default_tolerance": dict(default),
-            "looser": looser(tolerance, default), "definition": dict(definition), "guards": bool(guards_on),
-            "split": split, "suspicious": bool(suspicious), "reasons": list(reasons)}
+    ``default`` the definition's own, ``definition`` {name, origin, locator}, ``rule`` which
+    numerical rules judged (``contest+strict`` or ``contest``, docs/gate.md)."""
+    out = {"checker": checker, "tolerance": dict(tolerance), "default_tolerance": dict(default),
+           "looser": looser(tolerance, default), "definition": dict(definition), "guards": bool(guards_on),
+           "split": split, "suspicious": bool(suspicious), "reasons": list(reasons)}
+    if rule is not None:
+        out["rule"] = rule
+    return out
 
 
 def log_line(record: Dict[str, Any]) -> str:
@@ -64,8 +69,9 @@ def log_line(record: Dict[str, Any]) -> str:
     susp = "yes(" + ",".join(record["reasons"]) + ")" if record["suspicious"] else "no"
     d = record["definition"]
     where = d["locator"] or d["name"]
+    rule = f" rule={record['rule']}" if record.get("rule") else ""
     return (f"{LOG_PREFIX}guards={'on' if record['guards'] else 'OFF'} suspicious={susp} checker={record['checker']} "
-            f"{_terms(tol)} ({which}) split={record['split']} definition={d['origin']}:{where} "
+            f"{_terms(tol)} ({which}){rule} split={record['split']} definition={d['origin']}:{where} "
             f"record={json.dumps(record, separators=(',', ':'))}")
 
 

@@ -55,6 +55,20 @@ def role_prompt(role: str) -> str:
 
 
 # -- task -----------------------------------------------------------------------------------
+def _strict_line(builtin) -> str:
+    """The task's sentence on the strict rule (docs/gate.md, section 2a), or '' without one."""
+    strict = builtin.tolerance.strict
+    if strict is None:
+        return ""
+    if builtin.checker == "topk_indices":
+        return (f"Strict rule, judged beside it: the relative L2 error of the sorted recomputed scores at most "
+                f"{strict.max_rel_l2:g} over all rows and {strict.max_row_rel_l2:g} per batch row; a pass needs both rules.")
+    rows = (f", and at most {strict.max_row_rel_l2:g} for its worst row (the first {strict.row_axes} "
+            "dimension(s) index rows)") if strict.max_row_rel_l2 is not None else ""
+    return (f"Strict rule, judged beside it: every floating-point output's relative L2 error ||x-y||/||y|| at most "
+            f"{strict.max_rel_l2:g}{rows}; a pass needs both rules.")
+
+
 def task_md(builtin, quick: bool, device: str, surface: List[str]) -> str:
     """``.kernelwright/task.md``: definition, reference, workloads, tolerance, commands."""
     d = builtin.definition
@@ -82,6 +96,7 @@ def task_md(builtin, quick: bool, device: str, surface: List[str]) -> str:
         f"Regimes: {', '.join(builtin.regimes_order) or 'all'}.",
         f"Tolerance: atol {tol.atol:g}, rtol {tol.rtol:g}, required matched ratio {tol.required_matched_ratio:g} "
         f"(checker: {builtin.checker}).",
+        _strict_line(builtin),
         "",
         "## Calling convention",
         "The entry point named in solution/manifest.json is called as `run(*inputs, *outputs)` "

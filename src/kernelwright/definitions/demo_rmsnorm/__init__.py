@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Mapping
 
 import torch
 
-from kernelwright.definitions.base import BuiltinDefinition, RooflineWork, Tolerance, load_definition
+from kernelwright.definitions.base import BuiltinDefinition, RooflineWork, StrictRule, Tolerance, load_definition
 from kernelwright.definitions.demo_rmsnorm import reference
 from kernelwright.inputs import random_tensor
 from kernelwright.trace import Definition, RandomInput, ScalarInput, Workload
@@ -48,11 +48,16 @@ def quick_workloads() -> List[Workload]:
     return [_workload(t) for t in (1, 7, 33)]
 
 
+# kernelwright's strict rule (docs/gate.md, section 2a): a bf16 output computed in fp32
+# differs from the reference's rounding by at most one bf16 ulp (<= 7.8e-3 relative); the shipped
+# kernel reaches ~4.4e-3 (worst row ~4.9e-3); an output scaled by 0.8 scores 0.2
+STRICT = StrictRule(max_rel_l2=2e-2, max_row_rel_l2=3e-2, row_axes=1)
+
 BUILTIN = BuiltinDefinition(
     short="demo",
     definition=DEFINITION,
     reference=reference.run,
-    tolerance=Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0),
+    tolerance=Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0, strict=STRICT),
     checker="elementwise",
     make_inputs=make_inputs,
     public_workloads=public_workloads,

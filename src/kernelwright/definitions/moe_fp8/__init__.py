@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping
 import torch
 
 from kernelwright.definitions.base import (
-    BuiltinDefinition, RooflineWork, Tolerance, contest_axes, load_definition,
+    BuiltinDefinition, RooflineWork, StrictRule, Tolerance, contest_axes, load_definition,
 )
 from kernelwright.definitions.moe_fp8 import reference
 from kernelwright.inputs import random_tensor, synth_routing_bias, synth_routing_logits
@@ -106,11 +106,17 @@ def quick_workloads() -> List[Workload]:
             _workload("quick-moe-t37", 37, 96)]
 
 
+# kernelwright's strict rule (docs/gate.md, section 2a): honest FP8 kernels re-quantise
+# C = silu(gate) * up to e4m3 and reach relative L2 2.3e-2 to 2.8e-2 (worst row ~2.8e-2) against
+# this fp32 reference; an output scaled by 0.8 scores 0.2, a dropped or zeroed token row 1.0; 7e-2 is
+# near the geometric middle of 2.8e-2 and 0.2
+STRICT = StrictRule(max_rel_l2=7e-2, max_row_rel_l2=0.1, row_axes=1)
+
 BUILTIN = BuiltinDefinition(
     short="moe",
     definition=DEFINITION,
     reference=reference.run,
-    tolerance=Tolerance(atol=1.0, rtol=0.3, required_matched_ratio=0.9),
+    tolerance=Tolerance(atol=1.0, rtol=0.3, required_matched_ratio=0.9, strict=STRICT),
     checker="elementwise",
     make_inputs=make_inputs,
     public_workloads=public_workloads,

@@ -53,30 +53,16 @@ def deepseek_v3_routing(routing_logits, routing_bias, routed_scaling_factor):
     return topk_idx, weights
 
 
-@torch.no_grad()
-def run(
-    routing_logits,
-    routing_bias,
-    hidden_states,
-    hidden_states_scale,
-    gemm1_weights,
-    gemm1_weights_scale,
-    gemm2_weights,
-    gemm2_weights_scale,
-    local_expert_offset,
-    routed_scaling_factor,
-):
-    num_tokens, hidden = hidden_states.shape
+def local_experts_output(activations, topk_idx, weights, gemm1_weights, gemm1_weights_scale, gemm2_weights,
+                         gemm2_weights_scale, local_expert_offset):
+    """Step 3: [T, H] fp32, out[token] = sum over the local experts e the token routes to of
+    weights[token, e] * O_e(token).  activations [T, H] fp32, topk_idx [T, 8] global ids,
+    weights [T, E] fp32 (``deepseek_v3_routing``)."""
+    num_tokens, hidden = activations.shape
     num_local = gemm1_weights.shape[0]
     intermediate = gemm2_weights.shape[2]
-    num_experts = routing_logits.shape[1]
-    if gemm1_weights.shape[1] != 2 * intermediate or hidden % BLOCK or intermediate % BLOCK:
-        raise ValueError("inconsistent MoE shapes")
-
-    activations = dequantize_activations(hidden_states, hidden_states_scale)
-    topk_idx, weights = deepseek_v3_routing(routing_logits, routing_bias, routed_scaling_factor)
-
-    output = torch.zeros((num_tokens, hidden), dtype=torch.float32, device=hidden_states.device)
+    num_experts = weights.shape[1]
+    output = torch.zeros((num_tokens, hidden), dtype=torch.float32, device=activations.device)
     first = int(local_expert_offset)
     for local in range(num_local):
         expert = first + local
@@ -93,4 +79,29 @@ def run(
         o = c.matmul(w2.t())
         w_tok = weights.index_select(0, token_idx)[:, expert]
         output.index_add_(0, token_idx, o * w_tok.unsqueeze(1))
+    return output
+
+
+@torch.no_grad()
+def run(
+    routing_logits,
+    routing_bias,
+    hidden_states,
+    hidden_states_scale,
+    gemm1_weights,
+    gemm1_weights_scale,
+    gemm2_weights,
+    gemm2_weights_scale,
+    local_expert_offset,
+    routed_scaling_factor,
+):
+    hidden = hidden_states.shape[1]
+    intermediate = gemm2_weights.shape[2]
+    if gemm1_weights.shape[1] != 2 * intermediate or hidden % BLOCK or intermediate % BLOCK:
+        raise ValueError("inconsistent MoE shapes")
+
+    activations = dequantize_activations(hidden_states, hidden_states_scale)
+    topk_idx, weights = deepseek_v3_routing(routing_logits, routing_bias, routed_scaling_factor)
+    output = local_experts_output(activations, topk_idx, weights, gemm1_weights, gemm1_weights_scale,
+                                  gemm2_weights, gemm2_weights_scale, local_expert_offset)
     return output.to(torch.bfloat16)
