@@ -66,6 +66,12 @@ def test_each_problem_is_one_line_naming_the_file(root, workload, words):
         assert word in message, message
 
 
+def test_a_git_lfs_pointer_says_so(root):
+    (root / "blob/demo/lfs.safetensors").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\n")
+    with pytest.raises(fixed.WorkloadInputError, match="a Git LFS pointer, not the file: run git lfs pull"):
+        _draw(fixed.with_fixed_inputs(DEMO, root), _workload(path="blob/demo/lfs.safetensors"), 1)
+
+
 def test_a_blob_changed_after_pinning_is_refused(root):
     w = fixed.pin_workloads([_workload()], root)[0]
     save_file({"x": torch.zeros(3, 512).bfloat16()}, str(root / "blob/demo/x.safetensors"))   # an easier problem

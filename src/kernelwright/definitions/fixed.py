@@ -116,6 +116,10 @@ def _load_tensor(path: Path, key: str, sha256: Optional[str], shown: str, cache:
                 raise WorkloadInputError(f"{shown}: no tensor {key!r} in the file (it has: {known})")
             tensor = fh.get_tensor(key)
     except SafetensorError as exc:
+        with open(path, "rb") as fh:
+            lfs = fh.read(40).startswith(b"version https://git-lfs")
+        if lfs:
+            raise WorkloadInputError(f"{shown}: a Git LFS pointer, not the file: run git lfs pull") from exc
         raise WorkloadInputError(f"{shown}: not a readable safetensors file ({exc})") from exc
     if type(tensor) is not torch.Tensor:
         raise WorkloadInputError(f"{shown}: safetensors returned a {type(tensor).__name__}")
