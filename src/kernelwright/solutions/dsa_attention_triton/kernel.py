@@ -1,7 +1,9 @@
-"""DSA sparse MLA decode (absorbed form), split-K flash-decoding in Triton.
+"""DSA sparse MLA attention (absorbed form) in Triton: split-K flash-decoding for few query
+tokens, tensor-core token tiles for many, one entry point with a shape dispatch on T.
 
 Definition dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64.  For each query token t and
-the valid entries (id >= 0) of sparse_indices[t] (global token ids page*page_size + slot):
+the valid entries (id >= 0, anywhere in the row) of sparse_indices[t] (global token ids
+page*page_size + slot):
 
     logits    = (q_nope[t] Kc^T + q_pe[t] Kp^T) * sm_scale       [heads, n_valid]
     output[t] = softmax(logits) Kc                                [heads, 512]  bf16
@@ -9,47 +11,119 @@ the valid entries (id >= 0) of sparse_indices[t] (global token ids page*page_siz
 
 A token with no valid index gets output 0 and lse -inf.
 
-Two launches, no host synchronisation (grids come from shapes only):
+Work decomposition (host side, from shapes only; see ``_choose_config``): row t's topk slots
+are cut into tiles of BLOCK_N slots and the tiles into ``num_splits`` runs of
+TILES_PER_SPLIT consecutive tiles, so that T * num_splits programs fill the GPU's SMs about
+once.  Program p handles row ``p % T``, split ``p // T`` (consecutive programs are different
+rows at the same position of their index lists, so the rows of one request that run together
+touch their shared KV rows while they are in L2).
 
-  1. ``_dsa_split_kernel``, grid (T, num_splits).  Program (t, s) owns ``SPLIT`` consecutive
-     slots of sparse_indices[t].  It loads q_nope[t] [H, 512] and q_pe[t] [H, 64] once, then per
-     tile of BLOCK_N slots gathers the ckv rows [BLOCK_N, 512] and kpe rows [BLOCK_N, 64]
-     (masked to zero where id < 0), computes the logits with bf16 tl.dot (fp32 accumulation),
-     runs the online softmax in base 2 (logits pre-multiplied by sm_scale*log2(e), tl.exp2) and
-     accumulates acc[H, 512] += p @ Kc, reusing the gathered ckv tile as V.  It writes the
-     partial (m, l, acc) in fp32 to scratch.  A split with no valid id writes m = -inf, l = 0,
-     acc = 0 (no NaN: the running max is replaced by 0 while it is still -inf).
-  2. ``_dsa_combine_kernel``, grid (T, H, 512 / BLOCK_D).  Merges the splits of one
-     (token, head, BLOCK_D-wide slice of the value dim, all splits loaded in one shot):
-     M = max m_i, w_i = exp2(m_i - M), L = sum w_i l_i, output = sum w_i acc_i / L (bf16),
-     lse = M + log2(L).  L == 0 (no valid index in the row) gives output 0 and lse -inf.
+``_dsa_partial_kernel`` (grid T * num_splits): loads q_nope[t] [H, 512] and q_pe[t] [H, 64]
+once, then per tile gathers the ckv rows [BLOCK_N, 512] and kpe rows [BLOCK_N, 64] (masked to
+zero where id < 0; Triton's software pipeliner turns the gathers of the next tiles into
+cp.async copies straight into shared memory), computes the logits on the tensor cores, runs a
+base-2 online softmax (logits pre-multiplied by sm_scale*log2(e), running max replaced by 0
+while it is -inf, so empty tiles give no NaN) and accumulates softmax @ Kc, reusing the
+gathered ckv tile as V.  Two tile orientations (constexpr SWAP_AB):
 
-On CUDA the two launches are captured once per call signature (data pointers, shapes, strides,
-dtypes of every tensor argument, sm_scale) into a CUDA graph that later calls replay: one graph
-launch instead of the JIT dispatcher's host path twice (see ``run``).
+  * SWAP_AB=False: logits [H, BLOCK_N] = q Kc^T, acc [H, 512] += p Kc.  M = 16 heads, so the
+    dots are mma.sync m16n8k16; any BLOCK_N >= 16 (the decode tiles, 16-32 slots).
+  * SWAP_AB=True: logits^T [BLOCK_N, H] = Kc q^T, acc^T [512, H] += Kc^T p^T.  The 64-row MMA
+    side is the gathered tokens (and the value dim), N = 16 heads: Hopper wgmma m64n16k16
+    reading both operands from the pipelined shared-memory tiles (BLOCK_N = 64).
 
-The split size (slots per program) is chosen from T on the host so that T * num_splits is
-about one wave of the H200's 132 SMs while keeping the fp32 partials (32 KB per split) small
-next to the gathered rows (1152 B per slot).
+It ends with the split's softmax-normalised output o = acc / l and its base-2 LSE
+m + log2(l) (-inf and o = 0 for a split without a valid id).  With one split per row these are
+the final bf16 ``output`` and ``lse``; otherwise fp32 partials o [T, splits, H, 512] and
+lse [T, splits, H].
+
+``_dsa_combine_kernel`` (grid (T, H, 512 / BLOCK_D), only when num_splits > 1): for one
+(token, head, value slice) it loads every split at once and merges:
+LSE = log2(sum_s 2^lse_s), output = sum_s 2^(lse_s - LSE) o_s (bf16); a row whose splits are
+all empty gets output 0 and lse -inf.  On the GPU it is launched as a programmatic dependent
+launch (the partial kernel signals at its start, the combine waits with griddepcontrol.wait
+before reading), so its launch overlaps the partial kernel.
+
+No host synchronisation: grids and configs come from shapes and the device's SM count, and
+``sm_scale`` is a Python float.  On CUDA the launches of each call signature (data pointers,
+shapes, strides, dtypes of every tensor argument, sm_scale) are captured once into a CUDA
+graph that later calls replay (see ``run``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import OrderedDict
+from typing import NamedTuple, Optional
 
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 LOG2E = 1.4426950408889634
 
-# Target number of split programs in kernel 1: about one wave on 132 SMs.
-_TARGET_PROGRAMS = 128
-_MIN_SPLIT = 32
-_MAX_SPLIT = 256
+# Rows per call from which the token tiles switch to the swapped (wgmma) orientation.
+TILED_MIN_TOKENS = 16
+# Programs per SM the split count aims at (one wave: the tiles use most of shared memory).
+PROGRAMS_PER_SM = 1
+# The combine kernel holds the LSE of all splits of a row in one vector.
+MAX_SPLITS = 128
+DEFAULT_NUM_SMS = 132  # the H200; used where no CUDA device is present (the interpreter)
+USE_PDL = True          # launch the combine as a programmatic dependent launch (GPU only)
 _COMBINE_BLOCK_D = None  # tests pin a value-dim slice here under the interpreter
-_MAX_SPLITS = 128  # bound on splits: the combine kernel holds m/l of all splits in one vector
+
+
+class Config(NamedTuple):
+    """How one call is cut into programs (see the module docstring).
+
+    block_n: slots per tile (power of two >= 16; 64 when swap_ab).
+    tiles_per_split: consecutive tiles one program handles.
+    num_warps, num_stages: Triton launch options (num_stages: depth of the gather pipeline).
+    swap_ab: tile orientation (True: tokens on the MMA's 64-row side).
+    """
+    block_n: int
+    tiles_per_split: int
+    num_warps: int
+    num_stages: int
+    swap_ab: bool
+
+
+@functools.lru_cache(maxsize=None)
+def _num_sms(device_index: Optional[int]) -> int:
+    if device_index is None or not torch.cuda.is_available():
+        return DEFAULT_NUM_SMS
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _choose_config(num_tokens: int, topk: int, num_sms: int = DEFAULT_NUM_SMS) -> Config:
+    """The shape dispatch: tile family from T, then the split length that makes
+    T * num_splits about ``PROGRAMS_PER_SM * num_sms`` programs (at most MAX_SPLITS splits).
+
+    T < TILED_MIN_TOKENS (decode, speculative decode): 16-slot tiles on the heads-as-M
+    orientation, a gather pipeline up to 4 tiles deep; contest topk 2048 on 132 SMs:
+    T=1 -> 128 splits of 16 slots, T=2 -> 64 of 32, T=3 -> 43 of 48, T=4 -> 32 of 64,
+    T=8 -> 16 of 128, T=15 -> 8 of 256.
+    T >= TILED_MIN_TOKENS (chunked prefill): 64-slot swapped tiles, 4 warps, 2 stages;
+    T=16 -> 8 splits of 256, T=32 -> 4 of 512, T=64 -> 2 of 1024, T >= 67 -> 1 (no combine).
+    """
+    tiled = num_tokens >= TILED_MIN_TOKENS
+    block_n = 64 if tiled else 16
+    tiles = triton.cdiv(topk, block_n)
+    wanted = max(1, (PROGRAMS_PER_SM * num_sms) // max(num_tokens, 1))
+    tiles_per_split = triton.cdiv(tiles, min(tiles, wanted))
+    while triton.cdiv(tiles, tiles_per_split) > MAX_SPLITS:
+        tiles_per_split += 1
+    if tiled:  # two 72 KB stages (+ q) fill shared memory
+        return Config(block_n, tiles_per_split, num_warps=4, num_stages=2, swap_ab=True)
+    # 18 KB stages: up to 4 in flight, ~54 KB of gathers outstanding per SM
+    return Config(block_n, tiles_per_split, num_warps=4,
+                  num_stages=min(4, max(2, tiles_per_split)), swap_ab=False)
+
+
+def num_splits_of(config: Config, topk: int) -> int:
+    return triton.cdiv(triton.cdiv(topk, config.block_n), config.tiles_per_split)
 
 
 # Two helpers keep the interpreter (CPU tests, TRITON_INTERPRET=1) numerically faithful to the
@@ -81,23 +155,31 @@ def _to_bf16(x, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def _dsa_split_kernel(
-    q_nope_ptr, q_pe_ptr, ckv_ptr, kpe_ptr, idx_ptr,
-    m_ws_ptr, l_ws_ptr, acc_ws_ptr,
+def _dsa_partial_kernel(
+    q_nope_ptr, q_pe_ptr, ckv_ptr, kpe_ptr, idx_ptr, o_ptr, lse_ptr,
     scale_log2,
-    num_heads, topk, num_splits,
+    num_tokens, num_heads, topk,
     stride_qn_t, stride_qn_h, stride_qn_d,
     stride_qp_t, stride_qp_h, stride_qp_d,
     stride_ckv_p, stride_ckv_s, stride_ckv_d,
     stride_kpe_p, stride_kpe_s, stride_kpe_d,
     stride_idx_t, stride_idx_k,
-    PAGE_SIZE: tl.constexpr,
-    BLOCK_H: tl.constexpr, D_CKV: tl.constexpr, D_KPE: tl.constexpr,
-    SPLIT: tl.constexpr, BLOCK_N: tl.constexpr, INTERPRET: tl.constexpr,
+    stride_o_t, stride_o_s, stride_o_h, stride_o_d,
+    stride_lse_t, stride_lse_s, stride_lse_h,
+    PAGE_SIZE: tl.constexpr, BLOCK_H: tl.constexpr, D_CKV: tl.constexpr, D_KPE: tl.constexpr,
+    BLOCK_N: tl.constexpr, TILES_PER_SPLIT: tl.constexpr, NUM_STAGES: tl.constexpr,
+    SWAP_AB: tl.constexpr, FINAL: tl.constexpr, INTERPRET: tl.constexpr,
 ):
-    t = tl.program_id(0)
-    s = tl.program_id(1)
+    """One (row, split): softmax-normalised partial output and base-2 LSE of the split's slots.
+    FINAL (one split per row): writes bf16 into the output itself."""
+    pid = tl.program_id(0)
+    t = pid % num_tokens
+    s = pid // num_tokens
     t64 = t.to(tl.int64)
+    if not INTERPRET:
+        # Lets the combine kernel (a programmatic dependent launch) start launching now; it
+        # waits for this grid's completion before it reads anything.
+        gdc_launch_dependents()
 
     offs_h = tl.arange(0, BLOCK_H)
     offs_c = tl.arange(0, D_CKV)
@@ -109,15 +191,19 @@ def _dsa_split_kernel(
                  + offs_c[None, :] * stride_qn_d, mask=h_mask[:, None], other=0.0)
     qp = tl.load(q_pe_ptr + t64 * stride_qp_t + offs_h[:, None] * stride_qp_h
                  + offs_p[None, :] * stride_qp_d, mask=h_mask[:, None], other=0.0)
-
+    if SWAP_AB:
+        qn_t = tl.trans(qn)                                     # [D_CKV, BLOCK_H]
+        qp_t = tl.trans(qp)                                     # [D_KPE, BLOCK_H]
+        acc = tl.zeros([D_CKV, BLOCK_H], tl.float32)            # acc^T
+    else:
+        acc = tl.zeros([BLOCK_H, D_CKV], tl.float32)
     m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, D_CKV], tl.float32)
 
     idx_row = idx_ptr + t64 * stride_idx_t
-    split_start = s * SPLIT
-    for n0 in range(0, SPLIT, BLOCK_N):
-        offs_n = split_start + n0 + tl.arange(0, BLOCK_N)
+    split_start = s * (TILES_PER_SPLIT * BLOCK_N)
+    for i in tl.range(0, TILES_PER_SPLIT, num_stages=NUM_STAGES):
+        offs_n = split_start + i * BLOCK_N + tl.arange(0, BLOCK_N)
         ids = tl.load(idx_row + offs_n * stride_idx_k, mask=offs_n < topk, other=-1)
         valid = ids >= 0
         ids64 = tl.where(valid, ids, 0).to(tl.int64)
@@ -125,79 +211,88 @@ def _dsa_split_kernel(
         slot = ids64 % PAGE_SIZE
         ckv_rows = page * stride_ckv_p + slot * stride_ckv_s
         kpe_rows = page * stride_kpe_p + slot * stride_kpe_s
-
         kc = tl.load(ckv_ptr + ckv_rows[:, None] + offs_c[None, :] * stride_ckv_d,
                      mask=valid[:, None], other=0.0)          # [BLOCK_N, D_CKV] bf16
         kp = tl.load(kpe_ptr + kpe_rows[:, None] + offs_p[None, :] * stride_kpe_d,
                      mask=valid[:, None], other=0.0)          # [BLOCK_N, D_KPE] bf16
-
-        qk = _dot(qn, tl.trans(kc), None, INTERPRET)            # [BLOCK_H, BLOCK_N] fp32
-        qk = _dot(qp, tl.trans(kp), qk, INTERPRET)
-        qk = qk * scale_log2
-        qk = tl.where(valid[None, :], qk, float("-inf"))
-
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp2(m_i - m_safe)
-        p = tl.exp2(qk - m_safe[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = _dot(_to_bf16(p, INTERPRET), kc, acc, INTERPRET)
+        if SWAP_AB:
+            qk = _dot(kc, qn_t, None, INTERPRET)                # [BLOCK_N, BLOCK_H] fp32
+            qk = _dot(kp, qp_t, qk, INTERPRET)
+            qk = tl.where(valid[:, None], qk * scale_log2, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 0))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m_i - m_safe)
+            p = tl.exp2(qk - m_safe[None, :])
+            l_i = l_i * alpha + tl.sum(p, 0)
+            acc = _dot(tl.trans(kc), _to_bf16(p, INTERPRET), acc * alpha[None, :], INTERPRET)
+        else:
+            qk = _dot(qn, tl.trans(kc), None, INTERPRET)        # [BLOCK_H, BLOCK_N] fp32
+            qk = _dot(qp, tl.trans(kp), qk, INTERPRET)
+            qk = tl.where(valid[None, :], qk * scale_log2, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            alpha = tl.exp2(m_i - m_safe)
+            p = tl.exp2(qk - m_safe[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = _dot(_to_bf16(p, INTERPRET), kc, acc * alpha[:, None], INTERPRET)
         m_i = m_new
 
-    # Partials: m/l [T, splits, H], acc [T, splits, H, D_CKV] (contiguous fp32 scratch).
-    row = (t64 * num_splits + s) * num_heads
-    tl.store(m_ws_ptr + row + offs_h, m_i, mask=h_mask)
-    tl.store(l_ws_ptr + row + offs_h, l_i, mask=h_mask)
-    tl.store(acc_ws_ptr + (row + offs_h[:, None]) * D_CKV + offs_c[None, :], acc,
-             mask=h_mask[:, None])
+    has = l_i > 0.0
+    inv_l = tl.where(has, 1.0 / tl.where(has, l_i, 1.0), 0.0)
+    lse = tl.where(has, m_i + tl.log2(tl.where(has, l_i, 1.0)), float("-inf"))
+    o_base = o_ptr + t64 * stride_o_t + s * stride_o_s
+    if SWAP_AB:
+        o = acc * inv_l[None, :]
+        o_ptrs = o_base + offs_h[None, :] * stride_o_h + offs_c[:, None] * stride_o_d
+        o_mask = h_mask[None, :]
+    else:
+        o = acc * inv_l[:, None]
+        o_ptrs = o_base + offs_h[:, None] * stride_o_h + offs_c[None, :] * stride_o_d
+        o_mask = h_mask[:, None]
+    if FINAL:
+        tl.store(o_ptrs, _to_bf16(o, INTERPRET), mask=o_mask)
+    else:
+        tl.store(o_ptrs, o, mask=o_mask)
+    tl.store(lse_ptr + t64 * stride_lse_t + s * stride_lse_s + offs_h * stride_lse_h, lse,
+             mask=h_mask)
 
 
 @triton.jit
 def _dsa_combine_kernel(
-    m_ws_ptr, l_ws_ptr, acc_ws_ptr, out_ptr, lse_ptr,
+    part_o_ptr, part_lse_ptr, out_ptr, lse_ptr,
     num_heads, num_splits,
     stride_o_t, stride_o_h, stride_o_d,
     stride_lse_t, stride_lse_h,
     D_CKV: tl.constexpr, BLOCK_D: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
-    SPLIT_CHUNK: tl.constexpr, INTERPRET: tl.constexpr,
+    INTERPRET: tl.constexpr,
 ):
+    """Merge the splits of one (token, head, BLOCK_D-wide value slice).  Partials are
+    contiguous fp32: o [T, splits, H, D_CKV], lse [T, splits, H]."""
     t = tl.program_id(0)
     h = tl.program_id(1)
     dblk = tl.program_id(2)
     t64 = t.to(tl.int64)
+    if not INTERPRET:
+        gdc_wait()  # the partial kernel's writes are complete and visible
 
     offs_s = tl.arange(0, SPLIT_BLOCK)
     offs_d = dblk * BLOCK_D + tl.arange(0, BLOCK_D)
-    base = t64 * num_splits * num_heads + h  # + split * num_heads
-
-    # Global max and denominator over all splits (SPLIT_BLOCK = next_pow2(num_splits) <= 128).
     smask = offs_s < num_splits
-    m = tl.load(m_ws_ptr + base + offs_s * num_heads, mask=smask, other=float("-inf"))
-    l = tl.load(l_ws_ptr + base + offs_s * num_heads, mask=smask, other=0.0)
-    m_all = tl.max(m, 0)
+    row = t64 * num_splits * num_heads + offs_s * num_heads + h   # [SPLIT_BLOCK] (t, s, h)
+    lse_s = tl.load(part_lse_ptr + row, mask=smask, other=float("-inf"))
+    m_all = tl.max(lse_s, 0)
     m_safe = tl.where(m_all == float("-inf"), 0.0, m_all)
-    l_all = tl.sum(tl.exp2(m - m_safe) * l, 0)                  # empty / padded splits: 0
-
-    # Weighted sum of the partial accumulators, SPLIT_CHUNK splits at a time (a whole
-    # [64, 128] fp32 tile of pointers + values would need ~250 registers).
-    acc = tl.zeros([BLOCK_D], tl.float32)
-    for c0 in range(0, SPLIT_BLOCK, SPLIT_CHUNK):
-        ss = c0 + tl.arange(0, SPLIT_CHUNK)
-        cmask = ss < num_splits
-        mc = tl.load(m_ws_ptr + base + ss * num_heads, mask=cmask, other=float("-inf"))
-        wc = tl.exp2(mc - m_safe)
-        a = tl.load(acc_ws_ptr + (base + ss[:, None] * num_heads) * D_CKV + offs_d[None, :],
-                    mask=cmask[:, None], other=0.0)               # [SPLIT_CHUNK, BLOCK_D]
-        acc += tl.sum(wc[:, None] * a, 0)
-
-    has = l_all > 0.0
-    inv = tl.where(has, 1.0 / tl.where(has, l_all, 1.0), 0.0)
-    o = acc * inv
+    w = tl.exp2(lse_s - m_safe)                                     # empty / padded splits: 0
+    w_all = tl.sum(w, 0)
+    o_s = tl.load(part_o_ptr + row[:, None] * D_CKV + offs_d[None, :], mask=smask[:, None],
+                  other=0.0)                                         # [SPLIT_BLOCK, BLOCK_D]
+    has = w_all > 0.0
+    inv = tl.where(has, 1.0 / tl.where(has, w_all, 1.0), 0.0)
+    o = tl.sum(w[:, None] * o_s, 0) * inv
     tl.store(out_ptr + t64 * stride_o_t + h * stride_o_h + offs_d * stride_o_d,
              _to_bf16(o, INTERPRET))
     if dblk == 0:
-        lse = tl.where(has, m_all + tl.log2(tl.where(has, l_all, 1.0)), float("-inf"))
+        lse = tl.where(has, m_all + tl.log2(tl.where(has, w_all, 1.0)), float("-inf"))
         tl.store(lse_ptr + t64 * stride_lse_t + h * stride_lse_h, lse)
 
 
@@ -205,34 +300,10 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def _split_config(num_tokens: int, topk: int):
-    """(SPLIT, BLOCK_N, num_warps, num_stages) for kernel 1: slots per program, slots per
-    tile, warps, software-pipeline depth of the gather loop (used when SPLIT > BLOCK_N).
-
-    Grow the split (fewer programs, fewer fp32 partials) while T * splits stays >= one wave
-    (~128 programs).  Contest topk 2048: T=1 -> 32 (64 programs), T=2 -> 32 (128),
-    T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=40 -> 256 (320).
-    BLOCK_N 32 / 4 warps is the tile SGLang's grouped MLA decode kernel runs on Hopper with the
-    same [16, 512] query block; splits of 128+ slots take 64-slot tiles on 8 warps (twice the
-    rows in flight per program).
-    """
-    split = _MIN_SPLIT
-    while split < _MAX_SPLIT and num_tokens * triton.cdiv(topk, 2 * split) >= _TARGET_PROGRAMS:
-        split *= 2
-    split = max(16, min(split, triton.next_power_of_2(topk)))
-    # The combine kernel reads m/l of all splits as one vector: keep num_splits <= _MAX_SPLITS.
-    while triton.cdiv(topk, split) > _MAX_SPLITS:
-        split *= 2
-    if split >= 128:
-        return split, 64, 8, 2
-    return split, min(split, 32), 4, 2
-
-
 def _combine_config(num_splits: int, d_ckv: int, interpret: bool):
-    """(SPLIT_BLOCK, SPLIT_CHUNK, BLOCK_D) of the combine kernel.  On the GPU every split's
-    partial slice is loaded in one shot (SPLIT_CHUNK = SPLIT_BLOCK: one L2 round trip instead
-    of one per 16 splits) and the value dim is sliced so that a program holds 2048 fp32
-    values (16 per thread): T=1 (64 splits) -> 32-wide slices, 256 programs."""
+    """(SPLIT_BLOCK, BLOCK_D) of the combine kernel: every split's slice is loaded in one shot
+    and the value dim is sliced so that a program holds 2048 fp32 values (16 per thread):
+    128 splits -> 16-wide slices (512 programs per row), 8 splits -> 256-wide."""
     split_block = max(2, triton.next_power_of_2(num_splits))
     if _COMBINE_BLOCK_D is not None:
         block_d = _COMBINE_BLOCK_D
@@ -240,14 +311,21 @@ def _combine_config(num_splits: int, d_ckv: int, interpret: bool):
         block_d = d_ckv  # the interpreter pays per program: whole rows
     else:
         block_d = max(16, min(d_ckv, 2048 // split_block))
-    return split_block, split_block, block_d
+    return split_block, block_d
 
 
 def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse,
-            warmup=False, record=None):
-    """Allocate the fp32 partials and launch both kernels (``warmup``: compile only;
-    ``record``: a list that receives each launch's compiled kernel and full arguments).
-    Returns the workspaces."""
+            warmup=False, record=None, config: Optional[Config] = None):
+    """Allocate the partials (when there is more than one split) and launch the kernels.
+
+    q_nope [T, H, D_CKV] bf16, q_pe [T, H, D_KPE] bf16, ckv_cache [P, PAGE, D_CKV] bf16,
+    kpe_cache [P, PAGE, D_KPE] bf16, sparse_indices [T, topk] int32, output [T, H, D_CKV]
+    bf16, lse [T, H] fp32 (written).  ``warmup``: compile only; ``record``: a list that
+    receives each launch's compiled kernel and full arguments; ``config``: overrides the
+    shape dispatch (tests, tuning).  Returns the workspaces.
+
+    Raises AssertionError when D_CKV or D_KPE is not a power of two >= 16.
+    """
     num_tokens, num_heads, d_ckv = q_nope.shape
     d_kpe = q_pe.shape[-1]
     if num_tokens == 0:
@@ -256,54 +334,63 @@ def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output
     assert d_kpe >= 16 and d_kpe & (d_kpe - 1) == 0, "head_dim_kpe: power of two >= 16"
     page_size = ckv_cache.shape[1]
     topk = sparse_indices.shape[1]
-    split, block_n, num_warps, num_stages = _split_config(num_tokens, topk)
-    num_splits = triton.cdiv(topk, split)
-    block_h = max(16, triton.next_power_of_2(num_heads))
     dev = q_nope.device
+    if config is None:
+        config = _choose_config(num_tokens, topk, _num_sms(dev.index if dev.type == "cuda" else None))
+    num_splits = num_splits_of(config, topk)
+    block_h = max(16, triton.next_power_of_2(num_heads))
     interpret = _interpreting()
+    final = num_splits == 1
 
-    m_ws = torch.empty((num_tokens, num_splits, num_heads), dtype=torch.float32, device=dev)
-    l_ws = torch.empty((num_tokens, num_splits, num_heads), dtype=torch.float32, device=dev)
-    acc_ws = torch.empty((num_tokens, num_splits, num_heads, d_ckv), dtype=torch.float32,
-                         device=dev)
+    if final:
+        part_o, part_lse, scratch = output, lse, []
+        o_strides = (output.stride(0), 0, output.stride(1), output.stride(2))
+        lse_strides = (lse.stride(0), 0, lse.stride(1))
+    else:
+        part_o = torch.empty((num_tokens, num_splits, num_heads, d_ckv), dtype=torch.float32,
+                             device=dev)
+        part_lse = torch.empty((num_tokens, num_splits, num_heads), dtype=torch.float32,
+                               device=dev)
+        scratch = [part_o, part_lse]
+        o_strides, lse_strides = part_o.stride(), part_lse.stride()
 
-    grid1 = (num_tokens, num_splits)
-    args1 = (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices,
-             m_ws, l_ws, acc_ws,
-             float(sm_scale) * LOG2E,
-             num_heads, topk, num_splits,
-             *q_nope.stride(), *q_pe.stride(),
-             *ckv_cache.stride(), *kpe_cache.stride(),
-             *sparse_indices.stride())
+    launches = []
+    args1 = (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, part_o, part_lse,
+             float(sm_scale) * LOG2E, num_tokens, num_heads, topk,
+             *q_nope.stride(), *q_pe.stride(), *ckv_cache.stride(), *kpe_cache.stride(),
+             *sparse_indices.stride(), *o_strides, *lse_strides)
     meta1 = dict(PAGE_SIZE=page_size, BLOCK_H=block_h, D_CKV=d_ckv, D_KPE=d_kpe,
-                 SPLIT=split, BLOCK_N=block_n, INTERPRET=interpret,
-                 num_warps=num_warps, num_stages=num_stages)
-    split_block, split_chunk, block_d = _combine_config(num_splits, d_ckv, interpret)
-    grid2 = (num_tokens, num_heads, d_ckv // block_d)
-    args2 = (m_ws, l_ws, acc_ws, output, lse, num_heads, num_splits,
-             *output.stride(), *lse.stride())
-    meta2 = dict(D_CKV=d_ckv, BLOCK_D=block_d, SPLIT_BLOCK=split_block,
-                 SPLIT_CHUNK=split_chunk, INTERPRET=interpret, num_warps=4)
-    for fn, grid, args, meta in ((_dsa_split_kernel, grid1, args1, meta1),
-                                 (_dsa_combine_kernel, grid2, args2, meta2)):
+                 BLOCK_N=config.block_n, TILES_PER_SPLIT=config.tiles_per_split,
+                 NUM_STAGES=config.num_stages, SWAP_AB=config.swap_ab, FINAL=final,
+                 INTERPRET=interpret, num_warps=config.num_warps, num_stages=config.num_stages)
+    launches.append((_dsa_partial_kernel, (num_tokens * num_splits,), args1, meta1))
+    if not final:
+        split_block, block_d = _combine_config(num_splits, d_ckv, interpret)
+        args2 = (part_o, part_lse, output, lse, num_heads, num_splits,
+                 *output.stride(), *lse.stride())
+        meta2 = dict(D_CKV=d_ckv, BLOCK_D=block_d, SPLIT_BLOCK=split_block,
+                     INTERPRET=interpret, num_warps=4, launch_pdl=USE_PDL)
+        launches.append((_dsa_combine_kernel, (num_tokens, num_heads, d_ckv // block_d),
+                         args2, meta2))
+    for fn, grid, args, meta in launches:
         if warmup:
             fn.warmup(*args, grid=grid, **meta)
             continue
         compiled = fn[grid](*args, **meta)
         if record is not None:
             record.append(_launch_record(fn, compiled, grid, args, meta))
-    return [m_ws, l_ws, acc_ws]
+    return scratch
 
 
 # ---------------------------------------------------------------------------------------------
-# CUDA-graph replay of the two launches.  The host path of one eager call (two Triton launches
-# through the JIT dispatcher, three allocations) costs far more than the kernels on a slow host;
-# replaying a captured graph costs one graph launch.  A graph bakes in everything the launches
-# see: the data pointers, shapes, strides and dtypes of every input and output and the Python
-# scalar sm_scale, so that is the key.  The kernels inside recompute from the current input
-# contents on every replay; nothing of a previous call's result is reused.  The first call for
-# a key runs eagerly (compiling if needed) and then captures; calls made while the caller is
-# itself capturing a graph launch directly (they become part of the caller's graph).
+# CUDA-graph replay of the launches.  The host path of one eager call (Triton launches through
+# the JIT dispatcher, allocations) costs far more than the kernels on a slow host; replaying a
+# captured graph costs one graph launch.  A graph bakes in everything the launches see: the
+# data pointers, shapes, strides and dtypes of every input and output and the Python scalar
+# sm_scale, so that is the key.  The kernels inside recompute from the current input contents
+# on every replay; nothing of a previous call's result is reused.  The first call for a key
+# runs eagerly (compiling if needed) and then captures; calls made while the caller is itself
+# capturing a graph launch directly (they become part of the caller's graph).
 
 LAUNCH = "graph"        # "graph": replay a captured CUDA graph per call signature;
                         # "direct": call the compiled kernels' launchers with recorded arguments;
@@ -319,8 +406,9 @@ def _sig(t):
 
 def _launch_record(fn, compiled, grid, args, meta):
     """What one launch needs to be re-issued without the JIT dispatcher: the launcher, the
-    CUfunction, the packed metadata, the 3-d grid and every argument in signature order
-    (tensors as their device addresses; constexprs included, the launcher skips them)."""
+    CUfunction, the packed metadata (launch options such as PDL included), the 3-d grid and
+    every argument in signature order (tensors as their device addresses; constexprs included,
+    the launcher skips them)."""
     full = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
     full += tuple(meta[name] for name in fn.arg_names[len(args):])
     grid = tuple(grid) + (1,) * (3 - len(grid))
@@ -382,7 +470,14 @@ def _cached_call(key, args):
 
 
 def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse):
-    """Destination-passing entry point: writes every element of ``output`` and ``lse``."""
+    """Destination-passing entry point: writes every element of ``output`` and ``lse``.
+
+    q_nope [T, 16, 512] bf16, q_pe [T, 16, 64] bf16, ckv_cache [P, 64, 512] bf16,
+    kpe_cache [P, 64, 64] bf16, sparse_indices [T, topk] int32 (global token ids
+    page*64 + slot, -1 = padding at any position), sm_scale float; output [T, 16, 512] bf16,
+    lse [T, 16] fp32 (base-2 log-sum-exp of the scaled logits, -inf for a row without a valid
+    index).  Returns None.
+    """
     args = (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse)
     if LAUNCH and q_nope.is_cuda and not torch.cuda.is_current_stream_capturing():
         key = (_sig(q_nope), _sig(q_pe), _sig(ckv_cache), _sig(kpe_cache),
