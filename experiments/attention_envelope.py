@@ -430,12 +430,13 @@ def filling(K, tokens, block_n, num_warps, num_stages, swap_ab, programs=132):
 
 def sweep_configs(K, tokens):
     """Alternative configs of the new kernel around its dispatch at ``tokens``: other tile
-    sizes and orientations, warps, pipeline depths, and two programs per SM."""
+    sizes and orientations, warps, pipeline depths, two programs per SM, the id sort toggled."""
     base = K._choose_config(tokens, TOPK)
     if tokens < K.TILED_MIN_TOKENS:
         return [filling(K, tokens, 32, 4, 3, False), filling(K, tokens, 16, 2, base.num_stages, False),
                 filling(K, tokens, 16, 4, 4, False, programs=264), filling(K, tokens, 64, 4, 2, True)]
-    return [base._replace(num_warps=8), filling(K, tokens, 32, 4, 3, False),
+    return [base._replace(sort_indices=not base.sort_indices), base._replace(num_warps=8),
+            filling(K, tokens, 32, 4, 3, False),
             base._replace(tiles_per_split=max(1, base.tiles_per_split // 2))]
 
 
@@ -484,12 +485,19 @@ def table(rows, out_dir):
                    and r["T"] <= 8 and r.get("dev_us")]
     if new_contest:
         lines.append(f"contest T<=8 mean (new, dev) {statistics.mean(new_contest):.2f} us over {len(new_contest)} T")
-    sweeps = [r for r in rows if r.get("variant", "").startswith("sweep")]
+    sweeps: Dict[tuple, List[str]] = {}
+    for r in rows:
+        if r.get("variant") == "sweep":
+            ok = not r.get("error") and all(c == "ok" for c in r.get("check", ["?"]))
+            dev = f"{r['dev_us']:.1f}" if r.get("dev_us") else "-"
+            cfg = "/".join(str(int(x)) if not isinstance(x, bool) else "FT"[x] for x in r["config"])
+            sweeps.setdefault((r["kind"], r["case"], r["T"]), []).append(f"{cfg} {dev}{'' if ok else ' BAD'}")
     if sweeps:
-        lines.append("sweep (dev us, check): " + "; ".join(
-            f"{r['kind'][:3]} {r['case']} T={r['T']} {r['config']}: "
-            f"{r.get('dev_us', float('nan')):.1f} {'ok' if all(c == 'ok' for c in r.get('check', ['?'])) else 'BAD'}"
-            for r in sweeps))
+        lines.append("sweep: dev us of alternative configs (block_n/tiles_per_split/warps/stages/"
+                     "swap_ab/sort) next to new's")
+        for (kind, label, tokens), alts in sweeps.items():
+            new = by_case.get((kind, label, tokens), {}).get("new", {}).get("dev_us")
+            lines.append(f"  {kind:<8} {label:<8} T={tokens:<4} new {new or float('nan'):6.1f} | " + ", ".join(alts))
     text = "\n".join(lines)
     print(text)
     (Path(out_dir) / "attention_envelope_table.txt").write_text(text + "\n")
@@ -556,7 +564,7 @@ def main():
             r.record(case, v)
     if not args.no_sweep:
         picks = [c for c in cases if (c.kind == "contest" and c.tokens <= 8)
-                 or (c.kind == "envelope" and c.context == ENVELOPE_L[len(ENVELOPE_L) // 2] and c.tokens >= 16)]
+                 or (c.kind == "envelope" and c.tokens >= 16 and c.context in ENVELOPE_L[-2:])]
         if not args.smoke:
             precompile(K, picks, lambda c: sweep_configs(K, c.tokens))
         for case in picks:
@@ -564,6 +572,7 @@ def main():
                 if r.left() < 0:
                     break
                 r.record(case, solution_variant("sweep", K, cfg), {"config": list(cfg)})
+    print(f"new kernel: USE_PDL={K.USE_PDL} (False: a graph capture with PDL failed)", flush=True)
     table(r.rows, args.out)
     return 0
 

@@ -53,12 +53,14 @@ TOPK = 2048
 PS = 64
 ATTN_T = [1, 2, 6, 7, 8]
 IDX_SHAPES = [(1, 20), (16, 32), (8, 45), (4, 88), (31, 91), (2, 256), (64, 96)]
+# Alternative attention configs per contest T (kernel.Config: block_n, tiles_per_split, warps,
+# stages, swap_ab); experiments/attention_envelope.py sweeps the serving envelope.
 ATTN_SWEEP = {
-    1: [(16, 16, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2)],
-    2: [(16, 16, 4, 2), (64, 64, 8, 2)],
-    6: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
-    7: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
-    8: [(128, 32, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (128, 32, 4, 3)],
+    1: [A.Config(32, 1, 4, 2, False), A.Config(16, 1, 2, 2, False)],
+    2: [A.Config(32, 1, 4, 2, False), A.Config(16, 2, 4, 4, False)],
+    6: [A.Config(32, 3, 4, 3, False), A.Config(64, 2, 4, 2, True)],
+    7: [A.Config(32, 3, 4, 3, False), A.Config(64, 2, 4, 2, True)],
+    8: [A.Config(32, 4, 4, 3, False), A.Config(64, 2, 4, 2, True)],
 }
 # Indexer overrides per row tile: ("fused", pages per dot, pivots) -- groups per program by the
 # rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
@@ -313,18 +315,15 @@ def precompile(attn_cases, idx_cases):
     """Compile every v2 kernel variant up front (v1 compiles at its first call), in parallel threads (Triton's async compile)."""
     t = time.time()
     jobs = []
-    default_split = A._split_config
-    default_fused = I._fused_config
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
         for tokens, case in attn_cases.items():
             for cfg in [None] + ATTN_SWEEP.get(tokens, []):
-                A._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
                 try:
-                    A._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True)
+                    A._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True,
+                              config=cfg)
                     jobs.append(("attn", tokens, cfg))
                 except Exception as exc:
                     print("precompile attn", tokens, cfg, exc)
-        A._split_config = default_split
         for (batch, pages), case in idx_cases.items():
             tile = triton.next_power_of_2(pages * PS)
             for sw in [None] + IDX_SWEEP.get(tile, []):
@@ -411,14 +410,12 @@ def main():
         r.save()
     # ---- sweeps (device time of the configurations), while the budget lasts
     for tokens, case in attn_cases.items():
-        default = A._split_config
         for cfg in ATTN_SWEEP.get(tokens, []):
             if r.left() < 40:
                 break
-            A._split_config = lambda t_, k_, c=cfg: c
-            launch = lambda s: A._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
-            r.record("attention", f"T={tokens}", f"cfg{cfg}", lambda: r.sweep_point(case, launch, attn_check))
-        A._split_config = default
+            launch = lambda s, c=cfg: A._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1],
+                                                config=c)
+            r.record("attention", f"T={tokens}", f"cfg{tuple(cfg)}", lambda: r.sweep_point(case, launch, attn_check))
         r.save()
 
     for (batch, pages), case in idx_cases.items():

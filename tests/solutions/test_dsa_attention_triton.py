@@ -103,6 +103,8 @@ DECODE_ONE = K.Config(16, 16, 4, 4, False)
 TILED_SPLIT = K.Config(64, 1, 4, 2, True)
 TILED_PIPELINED = K.Config(64, 2, 4, 2, True)
 TILED_ONE = K.Config(64, 4, 4, 2, True)
+SORTED_SPLIT = K.Config(64, 1, 4, 2, True, sort_indices=True)
+SORTED_ONE = K.Config(64, 4, 4, 2, True, sort_indices=True)
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +138,7 @@ def test_dispatch_table():
     assert K.num_splits_of(cfg(3, 2048), 2048) == 43
     assert K.num_splits_of(cfg(8, 2048), 2048) == 16
     assert cfg(15, 2048).swap_ab is False and cfg(16, 2048).swap_ab is True
+    assert cfg(31, 2048).sort_indices is False and cfg(32, 2048).sort_indices is True
     assert K.num_splits_of(cfg(16, 2048), 2048) == 8
     assert K.num_splits_of(cfg(64, 2048), 2048) == 2
     assert K.num_splits_of(cfg(66, 2048), 2048) == 2
@@ -149,6 +152,7 @@ def test_dispatch_table():
             assert splits <= K.MAX_SPLITS
             assert c.block_n >= 16 and c.block_n & (c.block_n - 1) == 0
             assert c.swap_ab == (tokens >= K.TILED_MIN_TOKENS)
+            assert c.sort_indices == (tokens >= K.SORTED_MIN_TOKENS)
             if c.swap_ab:
                 assert c.block_n == 64
             if topk == 2048:  # one wave, and one tile fewer per split would overfill it
@@ -190,8 +194,10 @@ def test_dispatch_boundaries(quick, tokens):
     _run_and_check(quick, inputs)
 
 
-@pytest.mark.parametrize("config", [DECODE_SPLIT, DECODE_ONE, TILED_SPLIT, TILED_PIPELINED, TILED_ONE],
-                         ids=["decode-split", "decode-one", "tiled-split", "tiled-pipelined", "tiled-one"])
+@pytest.mark.parametrize("config", [DECODE_SPLIT, DECODE_ONE, TILED_SPLIT, TILED_PIPELINED, TILED_ONE,
+                                    SORTED_SPLIT],
+                         ids=["decode-split", "decode-one", "tiled-split", "tiled-pipelined", "tiled-one",
+                              "sorted-split"])
 def test_configs_vs_reference(quick, config):
     """Each kernel path at topk 256 on contest-style rows (own pages each) with -1 runs."""
     defn = _with_topk(quick, 256)
@@ -211,8 +217,8 @@ def test_ragged_topk(quick, topk, config):
     _run_and_check(quick, inputs, config)
 
 
-@pytest.mark.parametrize("config", [None, DECODE_ONE, TILED_SPLIT, TILED_ONE],
-                         ids=["dispatch", "decode-one", "tiled-split", "tiled-one"])
+@pytest.mark.parametrize("config", [None, DECODE_ONE, TILED_SPLIT, TILED_ONE, SORTED_ONE],
+                         ids=["dispatch", "decode-one", "tiled-split", "tiled-one", "sorted-one"])
 def test_padding_anywhere_and_empty_rows(quick, config):
     """-1 at random positions, a row entirely -1, a row with one valid id, a row whose first
     half is all padding, a row whose only valid ids sit in its last tile."""
@@ -234,7 +240,8 @@ def test_padding_anywhere_and_empty_rows(quick, config):
     assert torch.isinf(ref_lse[1]).all()  # and the reference agrees that row 1 is empty
 
 
-@pytest.mark.parametrize("config", [None, DECODE_SPLIT, TILED_ONE], ids=["dispatch", "split", "one"])
+@pytest.mark.parametrize("config", [None, DECODE_SPLIT, TILED_ONE, SORTED_SPLIT],
+                         ids=["dispatch", "split", "one", "sorted"])
 def test_all_rows_empty(quick, config):
     defn = _with_topk(quick, 256) if config is not None else None
     inputs = _inputs(quick, _workload(quick, 3, 4), seed=4, definition=defn)
@@ -245,8 +252,8 @@ def test_all_rows_empty(quick, config):
     _gate_check(quick, out, lse, inputs)
 
 
-@pytest.mark.parametrize("config", [None, DECODE_SPLIT, TILED_PIPELINED],
-                         ids=["dispatch", "decode", "tiled"])
+@pytest.mark.parametrize("config", [None, DECODE_SPLIT, TILED_PIPELINED, SORTED_SPLIT],
+                         ids=["dispatch", "decode", "tiled", "sorted"])
 def test_rows_of_one_request(quick, config):
     """Rows sharing most of their tokens (the last 10 positions of one 160-token request,
     topk 128: each row picks 128 of its first 151-160 tokens), the first row set to all -1."""
@@ -257,6 +264,20 @@ def test_rows_of_one_request(quick, config):
     assert shared >= 90  # the rows really overlap
     inputs["sparse_indices"] = torch.cat([torch.full_like(idx[:1], -1), idx[1:]])
     _run_and_check(quick, inputs, config)
+
+
+def test_sort_indices_kernel():
+    """Each row ascending, -1 padding (anywhere in the input) last, duplicates kept; a
+    non-contiguous input row stride."""
+    gen = make_generator(3, "cpu")
+    base = torch.randint(-1, 500, (4, 2 * 200), generator=gen, dtype=torch.int32)
+    idx = base[:, ::2]  # strides (400, 2)
+    idx[1, :] = -1
+    idx[2, 7] = idx[2, 9]
+    out = torch.empty((4, 200), dtype=torch.int32)
+    K._dsa_sort_indices_kernel[(4,)](idx, out, 200, *idx.stride(), TOPK_BLOCK=256, INTERPRET=True)
+    key = torch.where(idx < 0, torch.iinfo(torch.int32).max, idx).sort(dim=1).values
+    assert torch.equal(out, torch.where(key == torch.iinfo(torch.int32).max, -1, key))
 
 
 def test_repeated_pages_and_ids(quick):
@@ -274,7 +295,7 @@ def test_repeated_pages_and_ids(quick):
     idx[3, topk // 2:] = idx[3, : topk - topk // 2]  # duplicated ids within a row
     inputs["sparse_indices"] = idx
     _run_and_check(quick, inputs)
-    _run_and_check(quick, inputs, K.Config(64, 1, 4, 2, True))
+    _run_and_check(quick, inputs, SORTED_SPLIT)  # sorting keeps the duplicates
 
 
 @pytest.mark.parametrize("mutation", ["scale", "combine_half", "skip_split"])
@@ -366,16 +387,18 @@ for tokens in (1, 2, 3, 8, 15, 16, 32, 64, 128):
     final = splits == 1
     consts = dict(PAGE_SIZE=64, BLOCK_H=16, D_CKV=512, D_KPE=64, BLOCK_N=cfg.block_n,
                   TILES_PER_SPLIT=cfg.tiles_per_split, NUM_STAGES=cfg.num_stages,
-                  SWAP_AB=cfg.swap_ab, FINAL=final, INTERPRET=False)
+                  SWAP_AB=cfg.swap_ab, FINAL=final, WAIT_PRIOR=cfg.sort_indices, INTERPRET=False)
     ptrs = {"q_nope_ptr": "*bf16", "q_pe_ptr": "*bf16", "ckv_ptr": "*bf16", "kpe_ptr": "*bf16",
             "idx_ptr": "*i32", "o_ptr": "*bf16" if final else "*fp32"}
     res = build(K._dsa_partial_kernel, consts, cfg.num_warps, cfg.num_stages, ptrs)
-    results[f"partial T={tokens} {tuple(cfg)} splits={splits}"] = dict(res, swap_ab=cfg.swap_ab)
+    results[f"partial T={tokens} {tuple(cfg)} splits={splits}"] = dict(res, swap_ab=cfg.swap_ab, sort=cfg.sort_indices)
     if not final:
         sb, block_d = K._combine_config(splits, 512, False)
         consts = dict(D_CKV=512, BLOCK_D=block_d, SPLIT_BLOCK=sb, INTERPRET=False)
         results[f"combine T={tokens} splits={splits}"] = build(K._dsa_combine_kernel, consts, 4, 1,
                                                                 {"out_ptr": "*bf16"})
+results["sort"] = build(K._dsa_sort_indices_kernel, dict(TOPK_BLOCK=2048, INTERPRET=False), 8, 1,
+                        {"idx_ptr": "*i32", "sorted_ptr": "*i32"})
 print(json.dumps(results))
 """
 
@@ -396,6 +419,7 @@ def test_compiles_for_sm90():
         assert res["b16_loads"] == 0, (name, res)
         assert res["griddep"] >= 1, (name, res)
         if name.startswith("partial"):
+            assert res["griddep"] == 1 + res["sort"], (name, res)  # + the wait behind the sort
             assert res["vec16"] >= 16, (name, res)
             assert res["smem"] <= 227 * 1024, (name, res)
             if res["swap_ab"]:
@@ -435,9 +459,10 @@ def test_gpu_one_request(tokens, context):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", [DECODE_SPLIT, DECODE_ONE, TILED_SPLIT, TILED_PIPELINED, TILED_ONE,
+                                    SORTED_SPLIT, K.Config(64, 32, 4, 2, True, True),
                                     K.Config(64, 8, 8, 2, True), K.Config(32, 4, 4, 3, False)],
                          ids=["decode-split", "decode-one", "tiled-split", "tiled-pipelined",
-                              "tiled-one", "tiled-8warps", "decode-32"])
+                              "tiled-one", "sorted-split", "sorted-one", "tiled-8warps", "decode-32"])
 def test_gpu_configs(config):
     """Every kernel path at the full sizes (T = 6, contest-style rows with -1 holes)."""
     full = get("attention")

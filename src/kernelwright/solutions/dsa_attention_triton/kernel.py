@@ -18,6 +18,12 @@ once.  Program p handles row ``p % T``, split ``p // T`` (consecutive programs a
 rows at the same position of their index lists, so the rows of one request that run together
 touch their shared KV rows while they are in L2).
 
+``_dsa_sort_indices_kernel`` (grid T, only from SORTED_MIN_TOKENS rows): sorts each row's ids
+into a scratch copy, so that the programs of rows sharing KV rows (one request's chunk) sweep
+them in the same order while they run together, and a row fetched from HBM for one program is
+still in L2 for the others.  The partial kernel then follows as a programmatic dependent
+launch.
+
 ``_dsa_partial_kernel`` (grid T * num_splits): loads q_nope[t] [H, 512] and q_pe[t] [H, 64]
 once, then per tile gathers the ckv rows [BLOCK_N, 512] and kpe rows [BLOCK_N, 64] (masked to
 zero where id < 0; Triton's software pipeliner turns the gathers of the next tiles into
@@ -66,12 +72,16 @@ LOG2E = 1.4426950408889634
 
 # Rows per call from which the token tiles switch to the swapped (wgmma) orientation.
 TILED_MIN_TOKENS = 16
+# Rows per call from which each row's ids are sorted before the gathers: from here the rows'
+# gathers (T x 2.36 MB at topk 2048) outgrow the H200's 50 MB L2.
+SORTED_MIN_TOKENS = 32
 # Programs per SM the split count aims at (one wave: the tiles use most of shared memory).
 PROGRAMS_PER_SM = 1
 # The combine kernel holds the LSE of all splits of a row in one vector.
 MAX_SPLITS = 128
 DEFAULT_NUM_SMS = 132  # the H200; used where no CUDA device is present (the interpreter)
-USE_PDL = True          # launch the combine as a programmatic dependent launch (GPU only)
+USE_PDL = True          # launch the combine as a programmatic dependent launch (GPU only;
+                        # switched off for good if a CUDA-graph capture with it fails)
 _COMBINE_BLOCK_D = None  # tests pin a value-dim slice here under the interpreter
 
 
@@ -82,16 +92,20 @@ class Config(NamedTuple):
     tiles_per_split: consecutive tiles one program handles.
     num_warps, num_stages: Triton launch options (num_stages: depth of the gather pipeline).
     swap_ab: tile orientation (True: tokens on the MMA's 64-row side).
+    sort_indices: sort each row's ids first (a small kernel), so that the programs of rows
+        that share KV rows sweep them in the same order (see ``_dsa_sort_indices_kernel``).
     """
     block_n: int
     tiles_per_split: int
     num_warps: int
     num_stages: int
     swap_ab: bool
+    sort_indices: bool = False
 
 
 @functools.lru_cache(maxsize=None)
 def _num_sms(device_index: Optional[int]) -> int:
+    """Streaming multiprocessors of CUDA device ``device_index`` (DEFAULT_NUM_SMS without one)."""
     if device_index is None or not torch.cuda.is_available():
         return DEFAULT_NUM_SMS
     return torch.cuda.get_device_properties(device_index).multi_processor_count
@@ -106,7 +120,8 @@ def _choose_config(num_tokens: int, topk: int, num_sms: int = DEFAULT_NUM_SMS) -
     T=1 -> 128 splits of 16 slots, T=2 -> 64 of 32, T=3 -> 43 of 48, T=4 -> 32 of 64,
     T=8 -> 16 of 128, T=15 -> 8 of 256.
     T >= TILED_MIN_TOKENS (chunked prefill): 64-slot swapped tiles, 4 warps, 2 stages;
-    T=16 -> 8 splits of 256, T=32 -> 4 of 512, T=64 -> 2 of 1024, T >= 67 -> 1 (no combine).
+    T=16 -> 8 splits of 256, T=32 -> 4 of 512, T=64 -> 2 of 1024, T >= 67 -> 1 (no combine);
+    from SORTED_MIN_TOKENS the ids are sorted first.
     """
     tiled = num_tokens >= TILED_MIN_TOKENS
     block_n = 64 if tiled else 16
@@ -116,13 +131,15 @@ def _choose_config(num_tokens: int, topk: int, num_sms: int = DEFAULT_NUM_SMS) -
     while triton.cdiv(tiles, tiles_per_split) > MAX_SPLITS:
         tiles_per_split += 1
     if tiled:  # two 72 KB stages (+ q) fill shared memory
-        return Config(block_n, tiles_per_split, num_warps=4, num_stages=2, swap_ab=True)
+        return Config(block_n, tiles_per_split, num_warps=4, num_stages=2, swap_ab=True,
+                      sort_indices=num_tokens >= SORTED_MIN_TOKENS)
     # 18 KB stages: up to 4 in flight, ~54 KB of gathers outstanding per SM
     return Config(block_n, tiles_per_split, num_warps=4,
                   num_stages=min(4, max(2, tiles_per_split)), swap_ab=False)
 
 
 def num_splits_of(config: Config, topk: int) -> int:
+    """Programs per row under ``config``: ceil(ceil(topk / block_n) / tiles_per_split)."""
     return triton.cdiv(triton.cdiv(topk, config.block_n), config.tiles_per_split)
 
 
@@ -168,15 +185,20 @@ def _dsa_partial_kernel(
     stride_lse_t, stride_lse_s, stride_lse_h,
     PAGE_SIZE: tl.constexpr, BLOCK_H: tl.constexpr, D_CKV: tl.constexpr, D_KPE: tl.constexpr,
     BLOCK_N: tl.constexpr, TILES_PER_SPLIT: tl.constexpr, NUM_STAGES: tl.constexpr,
-    SWAP_AB: tl.constexpr, FINAL: tl.constexpr, INTERPRET: tl.constexpr,
+    SWAP_AB: tl.constexpr, FINAL: tl.constexpr, WAIT_PRIOR: tl.constexpr,
+    INTERPRET: tl.constexpr,
 ):
     """One (row, split): softmax-normalised partial output and base-2 LSE of the split's slots.
-    FINAL (one split per row): writes bf16 into the output itself."""
+    FINAL (one split per row): writes bf16 into the output itself.  WAIT_PRIOR: launched as a
+    programmatic dependent launch behind the sort kernel, so it waits for that grid before
+    reading anything."""
     pid = tl.program_id(0)
     t = pid % num_tokens
     s = pid // num_tokens
     t64 = t.to(tl.int64)
     if not INTERPRET:
+        if WAIT_PRIOR:
+            gdc_wait()
         # Lets the combine kernel (a programmatic dependent launch) start launching now; it
         # waits for this grid's completion before it reads anything.
         gdc_launch_dependents()
@@ -255,6 +277,25 @@ def _dsa_partial_kernel(
         tl.store(o_ptrs, o, mask=o_mask)
     tl.store(lse_ptr + t64 * stride_lse_t + s * stride_lse_s + offs_h * stride_lse_h, lse,
              mask=h_mask)
+
+
+@triton.jit
+def _dsa_sort_indices_kernel(idx_ptr, sorted_ptr, topk, stride_idx_t, stride_idx_k,
+                             TOPK_BLOCK: tl.constexpr, INTERPRET: tl.constexpr):
+    """sorted[t] = sparse_indices[t] in ascending id order, -1 padding last ([T, topk] int32,
+    contiguous).  The partial kernel's programs for one request's rows then walk their
+    selections from the same end of the request's KV at the same pace, so the rows a running
+    wave shares are fetched from HBM about once and hit the L2 for the other rows (duplicate
+    ids stay duplicated: the sum over a row does not depend on its order)."""
+    t = tl.program_id(0)
+    t64 = t.to(tl.int64)
+    if not INTERPRET:
+        gdc_launch_dependents()  # the partial kernel may launch; it waits for this grid
+    offs = tl.arange(0, TOPK_BLOCK)
+    ids = tl.load(idx_ptr + t64 * stride_idx_t + offs * stride_idx_k, mask=offs < topk, other=-1)
+    key = tl.sort(tl.where(ids >= 0, ids, 2147483647))
+    tl.store(sorted_ptr + t64 * topk + offs, tl.where(key == 2147483647, -1, key),
+             mask=offs < topk)
 
 
 @triton.jit
@@ -342,8 +383,9 @@ def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output
     interpret = _interpreting()
     final = num_splits == 1
 
+    scratch = []
     if final:
-        part_o, part_lse, scratch = output, lse, []
+        part_o, part_lse = output, lse
         o_strides = (output.stride(0), 0, output.stride(1), output.stride(2))
         lse_strides = (lse.stride(0), 0, lse.stride(1))
     else:
@@ -351,18 +393,28 @@ def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output
                              device=dev)
         part_lse = torch.empty((num_tokens, num_splits, num_heads), dtype=torch.float32,
                                device=dev)
-        scratch = [part_o, part_lse]
+        scratch += [part_o, part_lse]
         o_strides, lse_strides = part_o.stride(), part_lse.stride()
 
     launches = []
-    args1 = (q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, part_o, part_lse,
+    indices = sparse_indices
+    if config.sort_indices:
+        indices = torch.empty((num_tokens, topk), dtype=torch.int32, device=dev)
+        scratch.append(indices)
+        launches.append((_dsa_sort_indices_kernel, (num_tokens,),
+                         (sparse_indices, indices, topk, *sparse_indices.stride()),
+                         dict(TOPK_BLOCK=triton.next_power_of_2(topk), INTERPRET=interpret,
+                              num_warps=8)))
+    args1 = (q_nope, q_pe, ckv_cache, kpe_cache, indices, part_o, part_lse,
              float(sm_scale) * LOG2E, num_tokens, num_heads, topk,
              *q_nope.stride(), *q_pe.stride(), *ckv_cache.stride(), *kpe_cache.stride(),
-             *sparse_indices.stride(), *o_strides, *lse_strides)
+             *indices.stride(), *o_strides, *lse_strides)
     meta1 = dict(PAGE_SIZE=page_size, BLOCK_H=block_h, D_CKV=d_ckv, D_KPE=d_kpe,
                  BLOCK_N=config.block_n, TILES_PER_SPLIT=config.tiles_per_split,
                  NUM_STAGES=config.num_stages, SWAP_AB=config.swap_ab, FINAL=final,
-                 INTERPRET=interpret, num_warps=config.num_warps, num_stages=config.num_stages)
+                 WAIT_PRIOR=config.sort_indices and USE_PDL, INTERPRET=interpret,
+                 num_warps=config.num_warps, num_stages=config.num_stages,
+                 launch_pdl=config.sort_indices and USE_PDL)
     launches.append((_dsa_partial_kernel, (num_tokens * num_splits,), args1, meta1))
     if not final:
         split_block, block_d = _combine_config(num_splits, d_ckv, interpret)
@@ -441,14 +493,18 @@ def _new_entry(args):
         records = []
         scratch = _launch(*args, record=records)
         return _direct_entry(records, scratch, args[0].device.index)
+    global USE_PDL
     _launch(*args)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            _launch(*args)
-    except Exception:  # not capturable here: this signature stays on the JIT path
-        return None
-    return graph.replay
+    while True:
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                _launch(*args)
+            return graph.replay
+        except Exception:
+            if not USE_PDL:  # not capturable here: this signature stays on the JIT path
+                return None
+            USE_PDL = False  # a driver that cannot capture PDL launches: plain launches
 
 
 def _cached_call(key, args):
