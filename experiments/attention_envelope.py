@@ -425,6 +425,8 @@ def filling(K, tokens, block_n, num_warps, num_stages, swap_ab, programs=132):
     """The config of ``block_n``-slot tiles whose splits make tokens * splits ~ ``programs``."""
     tiles = -(-TOPK // block_n)
     per_split = -(-tiles // min(tiles, max(1, programs // tokens)))
+    if not swap_ab:
+        num_stages = max(2, min(num_stages, per_split))
     return K.Config(block_n, per_split, num_warps, num_stages, swap_ab)
 
 
@@ -432,9 +434,11 @@ def sweep_configs(K, tokens):
     """Alternative configs of the new kernel around its dispatch at ``tokens``: other tile
     sizes and orientations, warps, pipeline depths, two programs per SM, the id sort toggled."""
     base = K._choose_config(tokens, TOPK)
-    if tokens < K.TILED_MIN_TOKENS:
-        return [filling(K, tokens, 32, 4, 3, False), filling(K, tokens, 16, 2, base.num_stages, False),
-                filling(K, tokens, 16, 4, 4, False, programs=264), filling(K, tokens, 64, 4, 2, True)]
+    if tokens <= 8:
+        alts = [filling(K, tokens, 16, 4, 4, False), filling(K, tokens, 32, 4, 3, False),
+                filling(K, tokens, 64, 4, 2, True), filling(K, tokens, 64, 8, 2, True),
+                filling(K, tokens, 16, 4, 4, False, programs=264)]
+        return [c for c in alts if c != base][:4]
     return [base._replace(sort_indices=not base.sort_indices), base._replace(num_warps=8),
             filling(K, tokens, 32, 4, 3, False),
             base._replace(tiles_per_split=max(1, base.tiles_per_split // 2))]

@@ -129,20 +129,21 @@ def test_manifest_and_sources():
 # ---------------------------------------------------------------------------- shape dispatch
 
 def test_dispatch_table():
-    """The contest topk on 132 SMs: about one program per SM, the tiles cover every slot
-    exactly once, the orientation switches at TILED_MIN_TOKENS, one split from T = 67."""
+    """The contest topk on 132 SMs: the tile grows 16 -> 32 -> 64 slots with T (64: swapped),
+    about one program per SM, the tiles cover every slot exactly once, ids sorted from T = 32,
+    one split (no combine) from T = 67."""
     cfg = K._choose_config
-    assert cfg(1, 2048) == K.Config(16, 1, 4, 2, False)            # 128 splits of 16
+    assert cfg(1, 2048) == K.Config(16, 1, 4, 2, False)            # 128 splits of one tile
+    assert cfg(2, 2048) == K.Config(32, 1, 4, 2, False)            # 64 splits of one tile
+    assert cfg(3, 2048) == K.Config(64, 1, 4, 2, True)             # 32 splits, swapped
     assert K.num_splits_of(cfg(1, 2048), 2048) == 128
     assert K.num_splits_of(cfg(2, 2048), 2048) == 64
-    assert K.num_splits_of(cfg(3, 2048), 2048) == 43
     assert K.num_splits_of(cfg(8, 2048), 2048) == 16
-    assert cfg(15, 2048).swap_ab is False and cfg(16, 2048).swap_ab is True
-    assert cfg(31, 2048).sort_indices is False and cfg(32, 2048).sort_indices is True
     assert K.num_splits_of(cfg(16, 2048), 2048) == 8
     assert K.num_splits_of(cfg(64, 2048), 2048) == 2
     assert K.num_splits_of(cfg(66, 2048), 2048) == 2
     assert K.num_splits_of(cfg(67, 2048), 2048) == 1
+    assert cfg(31, 2048).sort_indices is False and cfg(32, 2048).sort_indices is True
     for tokens in range(1, 300):
         for topk in (64, 200, 2048, 4096):
             c = cfg(tokens, topk)
@@ -150,11 +151,10 @@ def test_dispatch_table():
             span = c.block_n * c.tiles_per_split
             assert (splits - 1) * span < topk <= splits * span, (tokens, topk, c)
             assert splits <= K.MAX_SPLITS
-            assert c.block_n >= 16 and c.block_n & (c.block_n - 1) == 0
-            assert c.swap_ab == (tokens >= K.TILED_MIN_TOKENS)
-            assert c.sort_indices == (tokens >= K.SORTED_MIN_TOKENS)
-            if c.swap_ab:
-                assert c.block_n == 64
+            assert c.block_n in (16, 32, 64)
+            assert c.swap_ab == (c.block_n == K.SWAPPED_BLOCK_N)
+            assert c.sort_indices == (c.swap_ab and tokens >= K.SORTED_MIN_TOKENS)
+            assert c.swap_ab or c.tiles_per_split == 1 or topk < 2048
             if topk == 2048:  # one wave, and one tile fewer per split would overfill it
                 tiles = math.ceil(topk / c.block_n)
                 assert tokens * splits <= 132 or splits == 1, (tokens, c)
@@ -182,15 +182,31 @@ def test_token_counts(quick, tokens, pages, seed):
     _run_and_check(quick, _inputs(quick, _workload(quick, tokens, pages), seed))
 
 
-@pytest.mark.parametrize("tokens", [8, 9, 15, 16, 17])
-def test_dispatch_boundaries(quick, tokens):
-    """Through ``run`` at topk 256: T <= 15 takes 16-slot decode tiles split over the SMs,
-    T >= 16 the swapped 64-slot tiles with 4 splits of one tile and the combine."""
+@pytest.mark.parametrize("tokens,block_n,splits", [(8, 16, 16), (9, 32, 8), (15, 32, 8),
+                                                   (16, 32, 8), (17, 64, 4)])
+def test_dispatch_boundaries(quick, tokens, block_n, splits):
+    """Through ``run`` at topk 256 on 132 SMs, where the tile changes between T = 8 and 9
+    (16 -> 32 slots) and between 16 and 17 (32 slots -> swapped 64); every T here splits and
+    combines.  Rows of one request with -1 holes."""
     defn = _with_topk(quick, 256)
     cfg = K._choose_config(tokens, 256)
-    assert cfg.swap_ab == (tokens >= 16) and K.num_splits_of(cfg, 256) > 1
+    assert (cfg.block_n, K.num_splits_of(cfg, 256)) == (block_n, splits)
     inputs = _one_request_inputs(quick, tokens, 300, 12, seed=tokens, definition=defn)
     inputs["sparse_indices"][tokens // 2, 3::5] = -1
+    _run_and_check(quick, inputs)
+
+
+@pytest.mark.parametrize("tokens,splits,sort", [(4, 2, False), (5, 1, False), (31, 1, False),
+                                                (32, 1, True)])
+def test_dispatch_boundaries_few_sms(quick, monkeypatch, tokens, splits, sort):
+    """On a GPU of 8 SMs (topk 256, swapped tiles): one split, so no combine and the bf16
+    output written by the partial kernel, from T = 5; the id sort from T = 32."""
+    monkeypatch.setattr(K, "DEFAULT_NUM_SMS", 8)
+    defn = _with_topk(quick, 256)
+    cfg = K._choose_config(tokens, 256, K._num_sms(None))
+    assert (cfg.swap_ab, K.num_splits_of(cfg, 256), cfg.sort_indices) == (True, splits, sort)
+    inputs = _one_request_inputs(quick, tokens, 400, 12, seed=tokens, definition=defn)
+    inputs["sparse_indices"][0] = -1
     _run_and_check(quick, inputs)
 
 

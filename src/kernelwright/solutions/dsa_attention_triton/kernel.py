@@ -14,9 +14,9 @@ A token with no valid index gets output 0 and lse -inf.
 Work decomposition (host side, from shapes only; see ``_choose_config``): row t's topk slots
 are cut into tiles of BLOCK_N slots and the tiles into ``num_splits`` runs of
 TILES_PER_SPLIT consecutive tiles, so that T * num_splits programs fill the GPU's SMs about
-once.  Program p handles row ``p % T``, split ``p // T`` (consecutive programs are different
-rows at the same position of their index lists, so the rows of one request that run together
-touch their shared KV rows while they are in L2).
+once.  Program p handles row ``p % T``, split ``p // T``: consecutive programs are the rows at
+the same position of their index lists, which with sorted lists (below) is the same region
+of one request's KV.
 
 ``_dsa_sort_indices_kernel`` (grid T, only from SORTED_MIN_TOKENS rows): sorts each row's ids
 into a scratch copy, so that the programs of rows sharing KV rows (one request's chunk) sweep
@@ -33,10 +33,12 @@ while it is -inf, so empty tiles give no NaN) and accumulates softmax @ Kc, reus
 gathered ckv tile as V.  Two tile orientations (constexpr SWAP_AB):
 
   * SWAP_AB=False: logits [H, BLOCK_N] = q Kc^T, acc [H, 512] += p Kc.  M = 16 heads, so the
-    dots are mma.sync m16n8k16; any BLOCK_N >= 16 (the decode tiles, 16-32 slots).
+    dots are mma.sync m16n8k16; any BLOCK_N >= 16 (the dispatch uses it for 16-32 slot tiles,
+    T = 1-2 at topk 2048, where a program has one tile).
   * SWAP_AB=True: logits^T [BLOCK_N, H] = Kc q^T, acc^T [512, H] += Kc^T p^T.  The 64-row MMA
     side is the gathered tokens (and the value dim), N = 16 heads: Hopper wgmma m64n16k16
-    reading both operands from the pipelined shared-memory tiles (BLOCK_N = 64).
+    reading both operands from the pipelined shared-memory tiles (BLOCK_N = 64; T >= 3 at
+    topk 2048).
 
 It ends with the split's softmax-normalised output o = acc / l and its base-2 LSE
 m + log2(l) (-inf and o = 0 for a split without a valid id).  With one split per row these are
@@ -70,8 +72,8 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 LOG2E = 1.4426950408889634
 
-# Rows per call from which the token tiles switch to the swapped (wgmma) orientation.
-TILED_MIN_TOKENS = 16
+# Slots per tile of the swapped (wgmma) orientation: the MMA's 64-row side.
+SWAPPED_BLOCK_N = 64
 # Rows per call from which each row's ids are sorted before the gathers: from here the rows'
 # gathers (T x 2.36 MB at topk 2048) outgrow the H200's 50 MB L2.
 SORTED_MIN_TOKENS = 32
@@ -103,37 +105,45 @@ class Config(NamedTuple):
     sort_indices: bool = False
 
 
-@functools.lru_cache(maxsize=None)
 def _num_sms(device_index: Optional[int]) -> int:
     """Streaming multiprocessors of CUDA device ``device_index`` (DEFAULT_NUM_SMS without one)."""
     if device_index is None or not torch.cuda.is_available():
         return DEFAULT_NUM_SMS
+    return _device_sms(device_index)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_sms(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def _choose_config(num_tokens: int, topk: int, num_sms: int = DEFAULT_NUM_SMS) -> Config:
-    """The shape dispatch: tile family from T, then the split length that makes
-    T * num_splits about ``PROGRAMS_PER_SM * num_sms`` programs (at most MAX_SPLITS splits).
+    """The shape dispatch (T, topk, SM count; never values).
 
-    T < TILED_MIN_TOKENS (decode, speculative decode): 16-slot tiles on the heads-as-M
-    orientation, a gather pipeline up to 4 tiles deep; contest topk 2048 on 132 SMs:
-    T=1 -> 128 splits of 16 slots, T=2 -> 64 of 32, T=3 -> 43 of 48, T=4 -> 32 of 64,
-    T=8 -> 16 of 128, T=15 -> 8 of 256.
-    T >= TILED_MIN_TOKENS (chunked prefill): 64-slot swapped tiles, 4 warps, 2 stages;
-    T=16 -> 8 splits of 256, T=32 -> 4 of 512, T=64 -> 2 of 1024, T >= 67 -> 1 (no combine);
-    from SORTED_MIN_TOKENS the ids are sorted first.
+    The tile is the smallest of 16 / 32 / 64 slots that covers the slots one program gets when
+    ``PROGRAMS_PER_SM * num_sms`` programs share the T * topk slots; then the split length
+    that makes T * num_splits about that many programs (at most one wave, at most MAX_SPLITS
+    splits).  16- and 32-slot tiles take the heads-as-M orientation (mma.sync; one tile's
+    logits are a chain of 36 dependent MMAs per warp, so small tiles only where a program has
+    a single tile), 64-slot tiles the swapped one (wgmma).
+
+    Contest topk 2048 on 132 SMs: T=1 -> 128 splits of one 16-slot tile; T=2 -> 64 of one
+    32-slot tile; T=3 -> 32 of one 64-slot swapped tile (96 programs), T=4 -> 32 of 1,
+    T=6 -> 16 of 2, T=8 -> 16 of 2, T=16 -> 8 of 4, T=32 -> 4 of 8, T=64 -> 2 of 16,
+    T >= 67 -> 1 of 32 (no combine).  From SORTED_MIN_TOKENS the ids are sorted first.
     """
-    tiled = num_tokens >= TILED_MIN_TOKENS
-    block_n = 64 if tiled else 16
+    programs = PROGRAMS_PER_SM * num_sms
+    slots = triton.cdiv(topk * num_tokens, programs)
+    block_n = min(SWAPPED_BLOCK_N, max(16, triton.next_power_of_2(slots)))
     tiles = triton.cdiv(topk, block_n)
-    wanted = max(1, (PROGRAMS_PER_SM * num_sms) // max(num_tokens, 1))
+    wanted = max(1, programs // max(num_tokens, 1))
     tiles_per_split = triton.cdiv(tiles, min(tiles, wanted))
     while triton.cdiv(tiles, tiles_per_split) > MAX_SPLITS:
         tiles_per_split += 1
-    if tiled:  # two 72 KB stages (+ q) fill shared memory
+    if block_n == SWAPPED_BLOCK_N:  # two 72 KB stages (+ q) fill shared memory
         return Config(block_n, tiles_per_split, num_warps=4, num_stages=2, swap_ab=True,
                       sort_indices=num_tokens >= SORTED_MIN_TOKENS)
-    # 18 KB stages: up to 4 in flight, ~54 KB of gathers outstanding per SM
+    # 18-36 KB stages: up to 4 in flight
     return Config(block_n, tiles_per_split, num_warps=4,
                   num_stages=min(4, max(2, tiles_per_split)), swap_ab=False)
 
