@@ -5,11 +5,22 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 WHL=${WHL:-.whl}
+# the carried wheels, and folders packed as .tar.xz beside them (vllm-extract: DeepGEMM's CUTLASS
+# headers are 27 MB as files, 2 MB packed: the carry limit is 64 MiB)
+VLLM_EXTRACT=$WHL/vllm-extract
 if [ -d "$WHL" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$WHL"/*.whl >/dev/null 2>&1 \
     || echo "wheel install failed"
+  for packed in "$WHL"/*.tar.xz; do [ -f "$packed" ] && tar xJf "$packed" -C /tmp; done
+  [ -d /tmp/vllm-extract ] && VLLM_EXTRACT=/tmp/vllm-extract
 fi
-export PYTHONPATH=/tmp/site:$WHL/vllm-extract:${FICACHE:+$FICACHE:}$PWD/src:$PWD
+# FlashInfer's prebuilt sm_90a modules (python -m kernelwright.baselines.prebuild), when carried
+FICACHE=${FICACHE:-$( [ -d .carry/flashinfer-cache ] && echo $PWD/.carry/flashinfer-cache )}
+if [ -n "$FICACHE" ] && [ -d "$FICACHE/deps" ] && ! python3 -c "import requests, tqdm, pynvml, packaging" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$FICACHE"/deps/*.whl >/dev/null 2>&1
+fi
+export FLASHINFER_WORKSPACE_BASE=/tmp/fi
+export PYTHONPATH=/tmp/site:$VLLM_EXTRACT:${FICACHE:+$FICACHE:}$PWD/src:$PWD
 export KERNELWRIGHT_CACHE=/tmp/kwcache
 kw() { python3 -m kernelwright "$@"; }
 
@@ -23,7 +34,10 @@ for stage in "$@"; do
       python3 -c "from cuda.bindings import runtime; print('cuda.bindings ok')" || echo "no cuda.bindings"
       python3 -c "import pydantic; print('pydantic', pydantic.VERSION)";;
     device-info) kw device-info --measure 2>&1 | tee "$OUT/device-info.txt";;
-    gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -60;;
+    gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -${GPU_TAIL:-60};;
+    clock) # the device-time clock's own GPU tests (blocking kernel, exclusivity, time limit, a gate run)
+      mkdir -p /tmp/records
+      python3 -m pytest -q -m gpu -s tests/gate/test_device_clock.py 2>&1 | tee /tmp/records/clock-tests.log | tail -${CLOCK_TAIL:-25};;
     selfcheck) timeout ${SELFCHECK_TIMEOUT:-240} python3 -m kernelwright.baselines.selfcheck --out "$OUT/selfcheck" 2>&1 | tee "$OUT/selfcheck.log" | tail -${SELFCHECK_TAIL:-60};;
     smoke) kw bench -d indexer -d attention --limit 4 --out "$OUT/smoke" 2>&1 | tail -40;;
     bench) # BENCH_ARGS: e.g. "-d moe -d attention"; records under /tmp/records/<name> (pack them at the end)
@@ -39,7 +53,7 @@ for stage in "$@"; do
       name=${RT_NAME:-redteam-cuda}
       args=""
       if [ "${RT_CASES:-}" != "all" ]; then
-        for c in ${RT_CASES:-side_stream l2_persistence reference_call_cuda honest_triton cache_pointer frame_walk patch_timer}; do args="$args --case $c"; done
+        for c in ${RT_CASES:-side_stream l2_persistence reference_call_cuda honest_triton cache_pointer frame_walk patch_timer held_side_stream host_compute_held sync_in_call phase_switch}; do args="$args --case $c"; done
       fi
       if [ "${RT_CANARIES:-0}" = 1 ]; then args="$args --canaries"; else args="$args --no-canaries"; fi
       [ -n "${RT_LOGS:-}" ] && args="$args --out /tmp/records/$name-logs"

@@ -38,3 +38,15 @@ def test_profile_reports_bad_requests_in_one_line(tmp_path):
     with open(broken / "kernel.py", "a") as fh:
         fh.write("\ndef (\n")
     assert profiler.main([str(broken), "-d", "demo", "--quick", "--device", "cpu"]) == 1   # fails to build
+
+
+def test_bench_baseline_filter(tmp_path):
+    from kernelwright.cli.app import _baseline_candidates
+
+    res = CliRunner().invoke(app, ["bench", "--device", "cpu", "--quick", "-d", "moe", "--baseline", "nope",
+                                   "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "unknown baseline 'nope'" in res.output and "moe_vllm_triton" in res.output
+    cands = _baseline_candidates("moe", "cpu", ["moe_vllm_triton"])
+    assert [c.label for c in cands] == ["vLLM 0.20 Triton fused_moe (H200 tuned config, fused_experts path)"]
+    assert cands[0].trusted and cands[0].skip_reason == "baselines need a CUDA device"
+    assert len(_baseline_candidates("moe", "cpu")) == 3

@@ -84,8 +84,10 @@ def test_worker_never_sees_the_hidden_salt(tmp_path, monkeypatch):
         session.close()
 
 
-def test_run_ceilings_only_lower_the_launch_term(monkeypatch):
-    """The launch term of the floor is min(the device table's, the one measured in this run)."""
+def test_run_ceilings_take_the_launch_term_measured_in_the_run(monkeypatch):
+    """The launch term of the floor is the device time of one trivial kernel measured in this run;
+    a stored value (a cache written by the eager clock, say) never replaces it, and without a
+    measurement the floor has no launch term."""
     import torch
 
     from kernelwright.gate import device_info as D
@@ -94,12 +96,13 @@ def test_run_ceilings_only_lower_the_launch_term(monkeypatch):
                           "launch_latency_s": 14e-6}, "peak": {}, "source": "test"}
     monkeypatch.setattr(D, "load_ceilings", lambda device: {**table, "measured": dict(table["measured"])})
     dev = torch.device("cpu")
-    monkeypatch.setattr(D, "launch_latency_now", lambda device: 9e-6)
-    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 9e-6
+    monkeypatch.setattr(D, "launch_latency_now", lambda device: 2.5e-6)
+    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 2.5e-6
     monkeypatch.setattr(D, "launch_latency_now", lambda device: 30e-6)
-    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 14e-6
+    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 30e-6
     monkeypatch.setattr(D, "launch_latency_now", lambda device: None)
-    assert D.ceilings_for_run(dev)["measured"]["launch_latency_s"] == 14e-6
+    run = D.ceilings_for_run(dev)["measured"]
+    assert "launch_latency_s" not in run and "none" in run["launch_latency_source"]
     assert table["measured"]["launch_latency_s"] == 14e-6      # the table itself is not modified
 
 

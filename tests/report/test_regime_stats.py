@@ -1,6 +1,6 @@
 """Per-regime statistics of the bench summary (issue 5: "report per-regime latency, achieved TB/s
 and TFLOP/s, and the speedup vs the PyTorch reference"): means over each regime's trusted passes,
-in summary.json, the HTML report and `scripts/results_table.py --regimes`."""
+in summary.json, the HTML report and `kernelwright report --markdown --regimes`."""
 
 import json
 import subprocess
@@ -61,9 +61,8 @@ def test_results_table_rebuilds_old_summaries_from_their_traces(tmp_path):
     for sol in old["definitions"][b.name]["solutions"].values():
         del sol["regime_stats"]                      # as written before the field existed
     (folder / "summary.json").write_text(json.dumps(old))
-    script = Path(__file__).resolve().parents[2] / "scripts" / "results_table.py"
-    r = subprocess.run([sys.executable, str(script), "--regimes", str(folder / "summary.json")],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run([sys.executable, "-m", "kernelwright", "report", "--markdown", "--regimes",
+                        str(folder / "summary.json")], capture_output=True, text=True, check=True)
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| 2026-01-01/moe")]
     assert len(rows) == 2
     assert "| 2 | 200.0 | 1.50 | 8.0 | 35.0× |" in rows[0]

@@ -1,5 +1,6 @@
-"""Trusted baseline solutions built on public libraries (DeepGEMM, FlashMLA, FlashInfer), one
-solution folder each, for side-by-side timing with kernelwright's own kernels on Hopper.
+"""Trusted baseline solutions built on public libraries (DeepGEMM, FlashMLA, FlashInfer, vLLM's
+Triton MoE), one solution folder each, for side-by-side timing with kernelwright's own kernels on
+Hopper.
 
 ``all_baselines(definition_name)`` lists them as ``BaselineEntry``: the packed Solution, a human
 label, a ``kind`` ("complete": a full implementation that must pass the gate; "lower_bound":
@@ -100,6 +101,12 @@ def _requirement_reason(req: str) -> Optional[str]:
         missing = [m for m in ("flashinfer", "tvm_ffi") if not _top_level(m)]
         return None if not missing else (
             f"{' and '.join(missing)} not importable (flashinfer-python 0.6.13 + apache-tvm-ffi)")
+    if req == "vllm_fused_moe":
+        # imports the wheel's extracted files with their stand-ins (pure Python and Triton, no
+        # compiled vLLM code): a failure is the baseline's skip reason
+        from kernelwright.baselines.moe_vllm_triton.vllm_fused_moe import availability_reason
+
+        return availability_reason()
     if req == "nvcc":
         return None if _find_nvcc() else "nvcc not found (DeepGEMM compiles its kernels at run time)"
     if req == "hopper":

@@ -242,8 +242,10 @@ def run_entry(entry: BaselineEntry, builtin: BuiltinDefinition, workload: Worklo
     stage = "load"
     try:
         loaded = entry.load()
-        if entry.key.startswith("moe_deepgemm_triton"):
+        if hasattr(loaded.module, "routing_backend"):
             rec["routing"] = loaded.module.routing_backend()
+        if hasattr(loaded.module, "config_source"):
+            rec["config"] = loaded.module.config_source(*arg_values)
         state = None
         stage = "prepare"
         if loaded.prepare is not None:
@@ -338,6 +340,8 @@ def fmt_row(rec: Dict[str, Any]) -> str:
         line += "\n      " + " | ".join(str(n) for n in notes if n)
     if rec.get("routing"):
         line += f"  [routing: {rec['routing']}]"
+    if rec.get("config"):
+        line += f"\n      config: {rec['config']}"
     if rec.get("edge"):
         line += f"\n      edge (all -1 row): {rec['edge']}"
     if rec.get("cuda_context"):

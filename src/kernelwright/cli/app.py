@@ -20,7 +20,8 @@ import typer
 from rich.console import Console
 
 from kernelwright.cli.common import (
-    UsageError, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device, write_json,
+    UsageError, check_selectors, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device,
+    write_json,
 )
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
@@ -115,13 +116,14 @@ def _default_out(device: str) -> Path:
 def bench_cmd(
     definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition name or alias (repeatable); default: the three contest definitions."),
     solution: Optional[List[Path]] = typer.Option(None, "--solution", "-s", help="Extra solution folder or Solution JSON to include (repeatable)."),
-    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA), interleaved on the same inputs."),
+    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA, vLLM's Triton MoE), interleaved on the same inputs."),
+    baseline_keys: Optional[List[str]] = typer.Option(None, "--baseline", help="Only this baseline (a folder name under kernelwright/baselines, e.g. moe_vllm_triton; repeatable); implies --baselines."),
     no_shipped: bool = typer.Option(False, "--no-shipped", help="Leave out kernelwright's shipped solutions."),
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads per definition."),
-    sweep: bool = typer.Option(False, "--sweep", help="The definition's sweep workloads instead of the contest ones (moe: T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224; 30 workloads)."),
+    sweep: bool = typer.Option(False, "--sweep", help="The serving-envelope workloads instead of the contest ones: indexer batch 1-64 x context 4K-128K (30), attention T = 1-128 of one request at 1K-128K context (27), moe T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224 (30)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
     warmup: Optional[int] = typer.Option(None, min=0, help="Warm-up iterations per trial (default 10)."),
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
@@ -138,6 +140,14 @@ def bench_cmd(
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.solutions import shipped_solutions
 
+    if baseline_keys:
+        from kernelwright.baselines import get_baseline
+
+        try:
+            for key in baseline_keys:
+                get_baseline(key)
+        except KeyError as exc:
+            raise UsageError(f"--baseline: {exc.args[0]}") from None
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     builtins = _builtins(definition, quick, include_demo=bool(definition))
     cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe)
@@ -154,20 +164,24 @@ def bench_cmd(
                     raise UsageError(f"{path}: solution name {sol.name!r} is already taken by another solution "
                                      "in this run (a shipped one?): give it its own name in manifest.json")
                 cands.append(Candidate(sol, sol.name))
-        if baselines:
-            cands += _baseline_candidates(base_name, device)
+        if baselines or baseline_keys:
+            cands += _baseline_candidates(base_name, device, baseline_keys)
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue
-        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep), cands))
+        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep, strict=len(builtins) == 1), cands))
     if not plans:
         raise UsageError("nothing to run: no solution matches the selected definitions")
+    check_selectors(workloads, [p.workloads for p in plans])
+    plans = [p for p in plans if p.workloads]
     out = out or _default_out(device)
     result = _run_plans(plans, cfg, out, "bench", pool=pool, ray=ray)
     _finish(result, plans, cfg, out)
 
 
-def _baseline_candidates(definition_name: str, device: str):
+def _baseline_candidates(definition_name: str, device: str, keys: Optional[List[str]] = None):
+    """The definition's baselines as trusted candidates (only ``keys`` when given), each with its
+    one-line skip reason when it cannot run here."""
     from kernelwright.gate.bench import Candidate
 
     try:
@@ -176,6 +190,8 @@ def _baseline_candidates(definition_name: str, device: str):
         return []
     cands = []
     for entry in all_baselines(definition_name):
+        if keys and entry.key not in keys:
+            continue
         why = entry.availability() if device != "cpu" else "baselines need a CUDA device"
         role = "lower_bound" if entry.kind == "lower_bound" else "baseline"
         cands.append(Candidate(entry.solution, entry.label, role=role, trusted=True, prepare=entry.prepare_symbol,
@@ -258,17 +274,28 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
     console.print(f"  BF16 matmul     {m['bf16_flops'] / 1e12:6.0f} TFLOP/s (peak {p['bf16_flops'] / 1e12:.0f})")
     console.print(f"  FP8 matmul      {m['fp8_flops'] / 1e12:6.0f} TFLOP/s (peak {p['fp8_flops'] / 1e12:.0f})")
     if "launch_latency_s" in m:
-        console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs by CUDA events (floor of any call)")
+        console.print(f"  one launch      {m['launch_latency_s'] * 1e6:6.1f} µs device time of one trivial kernel "
+                      "(stream held while enqueued; the floor of any call)")
 
 
 @app.command("report")
 @one_line_errors
-def report_cmd(results: Path = typer.Argument(..., help="A results folder with summary.json (from bench or eval)."),
-               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html).")) -> None:
-    """Write an HTML page with latency and roofline plots for a results folder."""
+def report_cmd(results: List[Path] = typer.Argument(..., help="Results folder(s) with summary.json (from bench or eval), or summary.json files."),
+               out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html; one results folder only)."),
+               markdown: bool = typer.Option(False, "--markdown", help="Print the README's Markdown results table of every summary given, instead of writing HTML."),
+               regimes: bool = typer.Option(False, "--regimes", help="With --markdown: one row per solution and regime (latency, achieved TB/s and TFLOP/s, × reference).")) -> None:
+    """Write an HTML page with latency and roofline plots for a results folder, or print Markdown tables."""
+    if markdown:
+        from kernelwright.report.markdown import regime_table, results_table, summary_paths
+
+        paths = summary_paths(results)
+        print(regime_table(paths) if regimes else results_table(paths))
+        return
+    if len(results) != 1:
+        raise UsageError("the HTML report takes one results folder (several only with --markdown)")
     from kernelwright.report.html import write_report
 
-    path = write_report(Path(results), out)
+    path = write_report(Path(results[0]), out)
     console.print(f"wrote {path}")
 
 

@@ -13,13 +13,28 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
 from kernelwright.trace import Definition, Workload
 
 DATA_DIR = Path(__file__).parent / "data"
+SWEEP_PREFIX = "sweep-"
+
+
+def is_sweep(uuid: str) -> bool:
+    """Whether a workload uuid names a serving-envelope (sweep) workload."""
+    return uuid.startswith(SWEEP_PREFIX)
+
+
+def context_of(uuid: str) -> Optional[int]:
+    """The request context (tokens) a workload uuid names with a ``-ctx<tokens>`` part (the
+    attention envelope's one-request workloads: ``sweep-att-t16-ctx32768``), else None."""
+    import re
+
+    found = re.search(r"-ctx(\d+)(?:-|$)", uuid)
+    return int(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
@@ -46,9 +61,10 @@ class RooflineWork:
         """Lower bound on latency in seconds: max(FLOPs / rate, bytes / bandwidth, one launch).
 
         ``ceilings`` has ``copy_bandwidth_Bps`` and ``fp8_flops``/``bf16_flops`` (per second),
-        and optionally ``launch_latency_s``: the latency of one trivial kernel measured the way
-        the gate measures (CUDA events, device idle before the start event).  A call must launch
-        at least one kernel, so no honest latency is below it, whatever the bytes and FLOPs.
+        and optionally ``launch_latency_s``: the device time of one trivial kernel, measured by
+        the gate's headline clock (the stream held while the call is enqueued; the host launch is
+        not in it).  A call must launch at least one kernel, so no honest latency is below it,
+        whatever the bytes and FLOPs.
         """
         rate = ceilings[f"{self.unit}_flops"]
         return max(self.flops / rate, self.bytes / ceilings["copy_bandwidth_Bps"],
@@ -82,8 +98,15 @@ class BuiltinDefinition:
     regimes_order: List[str] = field(default_factory=list)
     requires_kernel: bool = True
     ref: Optional[str] = None  # "package.module:ATTR" for definitions that are not built in
-    # an optional extra workload set (``kernelwright bench --sweep``): e.g. MoE's T sweep
+    # the serving-envelope workload set (``kernelwright bench --sweep``), uuids starting with
+    # ``SWEEP_PREFIX``, with its own regimes (e.g. the indexer by context length)
     sweep_workloads: Optional[Callable[[], List[Workload]]] = None
+    sweep_regime: Optional[Callable[[Mapping[str, int]], str]] = None
+    sweep_regimes_order: List[str] = field(default_factory=list)
+    # for plots: (axis label, the x value of a workload's axes), and which line a sweep workload
+    # belongs to (e.g. the indexer's batch size); None: workloads in axis order, one line
+    size_axis: Optional[Tuple[str, Callable[[Mapping[str, int]], float]]] = None
+    sweep_series: Optional[Callable[[Workload], str]] = None
 
     @property
     def locator(self) -> str:
@@ -94,6 +117,18 @@ class BuiltinDefinition:
     @property
     def name(self) -> str:
         return self.definition.name
+
+    def regime_of(self, workload: Workload) -> str:
+        """The table row a workload belongs to: the sweep's regimes for sweep workloads (uuid
+        starting with ``SWEEP_PREFIX``), the definition's own otherwise."""
+        if self.sweep_regime is not None and is_sweep(workload.uuid):
+            return self.sweep_regime(workload.axes)
+        return self.regime(workload.axes)
+
+    @property
+    def all_regimes_order(self) -> List[str]:
+        """The contest regimes, then the sweep's."""
+        return list(self.regimes_order) + [r for r in self.sweep_regimes_order if r not in self.regimes_order]
 
     @property
     def base_name(self) -> str:

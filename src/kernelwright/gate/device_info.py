@@ -23,17 +23,12 @@ import torch
 # Datasheet peaks (dense) and measured anchors; sources in the "source" strings.
 KNOWN_DEVICES: Dict[str, Dict] = {
     "NVIDIA H200": {
-        "measured": {"copy_bandwidth_Bps": 4.26e12, "bf16_flops": 754e12, "fp8_flops": 1.388e15,
-                     "launch_latency_s": 14.1e-6},
+        "measured": {"copy_bandwidth_Bps": 4.26e12, "bf16_flops": 754e12, "fp8_flops": 1.388e15},
         "peak": {"copy_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12,
-                 "launch_latency_s": 1.0e-6},
-        "source": "kernelwright device-info --measure on the H200 on 2026-11-29 (record: "
-                  "results/h200/2026-11-29-v1-moe-attention/device-info.txt); launch latency = one "
-                  "trivial torch kernel by CUDA events, device idle before the start event, host "
-                  "launch overhead included: the lowest of the leases measured, 14.1 µs "
-                  "(results/h200/2026-11-29-v3-final/diagnostics/launch_overhead.json; the first "
-                  "lease measured 30.1 µs, and records before v3 used that); peaks from the H200 SXM "
-                  "datasheet, launch peak = one trivial kernel by CUPTI",
+                 "launch_latency_s": 0.5e-6},
+        "source": "kernelwright device-info --measure on one H200 (2026-11-29, results/h200/2026-11-29-v1-moe-attention/"
+                  "device-info.txt); the launch term is measured in each run (device time of one trivial kernel); "
+                  "peaks from the H200 SXM datasheet, launch peak below any measured empty call",
     },
     "NVIDIA H100 80GB HBM3": {
         "measured": {"copy_bandwidth_Bps": 3.0e12, "bf16_flops": 750e12, "fp8_flops": 1.35e15},
@@ -79,46 +74,41 @@ def load_ceilings(device: torch.device) -> Optional[Dict]:
     return known
 
 
-_LAUNCH_NOW: Dict[str, float] = {}
+_LAUNCH_NOW: Dict[str, Optional[float]] = {}
 
 
 def launch_latency_now(device: torch.device, iterations: int = 30) -> Optional[float]:
-    """One trivial kernel's latency in seconds, measured now in this process the way the gate's
-    headline measures (CUDA events, device idle before the start event): the median of
-    ``iterations``, measured once per process and device.  None off CUDA.  The launch cost of
-    this machine varies between leases of the same GPU (H200: 30.1 µs on one, 14.1 µs on another),
-    so a constant alone would misstate the floor of µs-scale workloads."""
+    """The device time (seconds) of one trivial kernel, measured now in this process by the gate's
+    headline clock (``timing.device_time_ms``: the stream held while it is enqueued): the least
+    any call that launches a kernel can take on that clock.  Measured once per process and
+    device; None off CUDA or where the stream cannot be held."""
     if device.type != "cuda":
         return None
     key = str(device)
     if key not in _LAUNCH_NOW:
+        from kernelwright.gate.timing import device_time_ms
+
         x = torch.zeros(1, device=device)
-        times = []
-        for _ in range(iterations + 3):
-            torch.cuda.synchronize(device)
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            x.add_(1)
-            b.record()
-            torch.cuda.synchronize(device)
-            times.append(a.elapsed_time(b))
-        times = sorted(times[3:])
-        _LAUNCH_NOW[key] = times[len(times) // 2] * 1e-3
+        ms = device_time_ms(lambda: x.add_(1), device, iterations)
+        _LAUNCH_NOW[key] = None if ms is None else ms * 1e-3
     return _LAUNCH_NOW[key]
 
 
 def ceilings_for_run(device: torch.device) -> Optional[Dict]:
-    """``load_ceilings`` with the measured launch term lowered to ``launch_latency_now`` when
-    that is smaller (never raised: the floor must not exceed what this machine does now).  The
-    'measured' dict says which value was used (``launch_latency_source``)."""
+    """``load_ceilings`` with the launch term of the floor measured now (``launch_latency_now``);
+    without one (no device-time clock) the floor has no launch term.  The 'measured' dict says
+    where the value came from (``launch_latency_source``)."""
     ceilings = load_ceilings(device)
     if ceilings is None:
         return None
     measured = dict(ceilings["measured"])
     now = launch_latency_now(device)
-    if now is not None and now < measured.get("launch_latency_s", float("inf")):
+    if now is not None:
         measured["launch_latency_s"] = now
-        measured["launch_latency_source"] = "measured in this run (one trivial kernel, CUDA events, median of 30)"
+        measured["launch_latency_source"] = "measured in this run: device time of one trivial kernel, median of 30"
+    else:
+        measured.pop("launch_latency_s", None)
+        measured["launch_latency_source"] = "none: the stream could not be held, so the floor has no launch term"
     return {**ceilings, "measured": measured}
 
 
@@ -166,23 +156,17 @@ def measure_ceilings(device: torch.device, save: bool = True) -> Dict:
         fp8_flops = 2 * size**3 / (fp8_ms * 1e-3)
     except Exception:
         pass
+    from kernelwright.gate.timing import device_time_ms
+
     tiny = torch.zeros(1, device=device)
-    launches = []
-    for _ in range(50):
-        torch.cuda.synchronize()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        tiny.add_(1)
-        b.record()
-        torch.cuda.synchronize()
-        launches.append(a.elapsed_time(b))
-    launches.sort()
+    launch_ms = device_time_ms(lambda: tiny.add_(1), device, 50)
     measured = {
-        "launch_latency_s": launches[len(launches) // 2] * 1e-3,
         "copy_bandwidth_Bps": 2 * 4 * n / (copy_ms * 1e-3),
         "bf16_flops": 2 * size**3 / (bf16_ms * 1e-3),
         "fp8_flops": fp8_flops or 2 * (2 * size**3 / (bf16_ms * 1e-3)),
     }
+    if launch_ms is not None:
+        measured["launch_latency_s"] = launch_ms * 1e-3
     name = device_name(device)
     record = {"measured": measured, "source": "kernelwright device-info --measure"}
     if save:

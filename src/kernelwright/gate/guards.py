@@ -40,9 +40,19 @@ TIMER_TAMPERED = "TIMER_TAMPERED"            # the solution replaced a clock/eve
 GATE_TAMPERED = "GATE_TAMPERED"              # the solution replaced gate/harness/IPC functions in its process
 FILE_TAMPERED = "FILE_TAMPERED"              # a protected file (gate sources, results, cache) changed during a call
 L2_PERSISTENCE = "L2_PERSISTENCE"            # the solution enabled persisting L2 lines: SUSPICIOUS
+DEVICE_GRAPH_MISMATCH = "DEVICE_GRAPH_MISMATCH"  # device time far below the graph replay of the same call: SUSPICIOUS
 WORKER_CRASHED = "WORKER_CRASHED"
 EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
+
+# -- thresholds of the clock guards (docs/gate.md, section 2) ----------------------------------
+# UNMEASURED_WORK: the device-synchronised wall clock, less an empty measurement, may exceed the
+# events by this factor plus this slack before work outside the measured span is assumed
+UNMEASURED_WORK_FACTOR = 2.0
+UNMEASURED_WORK_SLACK_MS = 0.05
+# DEVICE_GRAPH_MISMATCH: device time below this fraction of the same call's CUDA-graph replay
+# (both hide the host launch; honest calls agree within about 10 %, the device-time issue's bar)
+DEVICE_GRAPH_MIN_RATIO = 0.75
 
 # every code a trace can carry, with one line each (docs/gate.md has the long form)
 REASONS = {
@@ -72,6 +82,8 @@ REASONS = {
                     "was observed: it runs other code when it is traced",
     BELOW_ROOFLINE: "faster than the physical floor at the device's peak: SUSPICIOUS",
     L2_PERSISTENCE: "the solution enabled persisting L2 lines: SUSPICIOUS",
+    DEVICE_GRAPH_MISMATCH: "device time far below the CUDA-graph replay of the same call (it does less when "
+                           "timed than when captured): SUSPICIOUS",
     TIMER_INCONSISTENT: "reported timings impossible next to the parent's wall clock",
     TIMER_TAMPERED: "a clock, CUDA event or synchronisation function was replaced in the worker",
     GATE_TAMPERED: "a gate, harness, IPC or builtin function was replaced in the worker",

@@ -61,6 +61,10 @@ _CLASSES = (
     ("multiprocessing.connection.Connection", lambda: sys.modules["multiprocessing.connection"].Connection),
     ("multiprocessing.reduction.ForkingPickler", lambda: sys.modules["multiprocessing.reduction"].ForkingPickler),
     ("threading.Thread", lambda: sys.modules["threading"].Thread),
+    # the device-time clock's blocking kernel and hold policy (methods swapped in place would
+    # change how an iteration is held or judged)
+    ("kernelwright.gate.timing.StreamHold", lambda: sys.modules["kernelwright.gate.timing"].StreamHold),
+    ("kernelwright.gate.timing.HoldPolicy", lambda: sys.modules["kernelwright.gate.timing"].HoldPolicy),
 )
 
 Entry = Tuple[str, Any, Any, Any]   # (label, owner, attribute name, original object)

@@ -1,13 +1,22 @@
 """The gate's clocks: nothing else in kernelwright times anything.
 
-Three numbers per workload (each labelled in the trace):
-  * latency: CUDA events around ONE call on the caller's stream, the device idle before the
-    start event (so launch overhead counts), cold L2 (flushed before every iteration): what a
-    caller waits for.  On CPU: a perf_counter span around the call.
-  * graph latency: the same call captured once in a CUDA graph and replayed.
+Four numbers per workload (each labelled in the trace):
+  * device time (the headline, ``latency_ms``): one call's GPU time with the host launch hidden
+    and every GPU gap inside the call counted.  After the L2 flush the harness's stream is held
+    by a blocking kernel (``StreamHold``: CTAs filling every SM, spinning on a flag in mapped host
+    memory -- NVBench's blocking-kernel method), the start event, the call and the end event are
+    enqueued behind it, and only then does the host release the hold.  The spin has a time limit:
+    a call that waits for the device while the stream is held (``.item()``, a synchronise) runs
+    on after the limit, and that iteration is labelled and measured as eager instead.
+  * eager latency: CUDA events around one call with the device idle before the start event, so
+    the host's launch path counts (what a caller waits for in eager PyTorch).  Measured on every
+    other timed iteration, interleaved with the held ones.
+  * graph latency: the same call captured once in a CUDA graph and replayed behind the hold.
   * kernel time: CUPTI activity records of the call's kernels: the sum of their durations and
-    the first-start-to-last-end span.  Tracing slows the host's launches, so the span of a
-    multi-launch call is inflated; it is diagnosis, never the headline.
+    the first-start-to-last-end span (FlashInfer-Bench's timer); CUPTI also reports the call's
+    device-to-host copies.  Tracing slows the host's launches, so the span of a multi-launch call
+    is inflated; it is diagnosis and a cross-check, never the headline.
+On CPU there is one clock: a perf_counter span around the call.
 
 The functions here capture the torch/CUDA callables they use when this module is imported,
 before any solution code runs in the process, so a solution that monkey-patches
@@ -19,7 +28,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -185,6 +194,294 @@ def _persisting_l2_resetter() -> Optional[Callable[[], None]]:
     return _reset
 
 
+# -- the device-time clock: a blocking kernel holds the stream while the call is enqueued ----------
+
+HOLD_LIMIT_S = 0.05
+"""How long the blocking kernel waits for the host's release before it lets the stream run on
+(seconds).  Far above any honest call's host path (tens of µs to a few ms), far below the gate's
+per-call timeout."""
+
+HOLD_KERNEL_NAME = "kw_stream_hold"   # CUPTI records of the hold itself are not the solution's
+
+HOLD_MAX_CLOCK_HZ = 2.0e9
+"""The cycle budget of the time limit assumes an SM clock of at most this (H100/H200 boost: 1.98 GHz):
+at a lower clock the limit lasts longer, never shorter."""
+
+HOLD_RELEASED, HOLD_TIMED_OUT, HOLD_UNKNOWN = "released", "timed_out", "unknown"
+
+_HOLD_SOURCE = r"""
+extern "C" __global__ void __launch_bounds__(1024) kw_stream_hold(
+        const volatile int* release, volatile int* gate, int epoch, unsigned long long limit_ns,
+        unsigned long long limit_cycles, volatile int* status) {
+    // Every SM gets CTAs of this kernel until its warp slots and its shared memory are used up
+    // (the launch sizes both): while the hold lasts no CTA of any other kernel, on any stream, can
+    // be resident anywhere on the device.  Thread 0 of each CTA waits; the others wait at the
+    // barrier, so every warp stays resident until the release.
+    extern __shared__ unsigned char fill[];
+    if (threadIdx.x == 0) {
+        // The time limit needs both the globaltimer (ns) and the SM's cycle counter past their
+        // limits: a virtualised globaltimer that runs fast cannot end a hold early.
+        unsigned long long t0, now, c0 = clock64(), c = c0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        now = t0;
+        if (blockIdx.x == 0) {
+            int how = 1;                               // 1: released by the host, 2: timed out
+            while (*release != epoch) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                c = clock64();
+                if (now - t0 > limit_ns && c - c0 > limit_cycles) { how = 2; break; }
+                __nanosleep(500);
+            }
+            *gate = epoch;                             // the other CTAs poll device memory, not PCIe
+            status[1] = how;
+            status[2] = (int)((now - t0) / 1000);      // how long it held: globaltimer µs
+            status[3] = (int)((c - c0) / 1000);        // ... and SM kilo-cycles
+            __threadfence_system();
+            status[0] = epoch;
+        } else {
+            while (*gate != epoch) {
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                c = clock64();
+                if (now - t0 > 2 * limit_ns && c - c0 > 2 * limit_cycles) break;
+                __nanosleep(200);
+            }
+        }
+        fill[0] = 0;
+    }
+    __syncthreads();
+}
+"""
+
+
+class StreamHold:
+    """NVBench-style blocking kernel for the device-time clock (CUDA, cuda-python's driver and
+    NVRTC bindings).
+
+    ``begin(stream)`` enqueues ``kw_stream_hold`` on ``stream`` (CTAs that take every warp slot
+    and all the shared memory of every SM, so nothing else can be resident meanwhile) and returns
+    an epoch; ``release(epoch)`` stores the epoch into mapped host memory, which ends the kernel;
+    after a device synchronise, ``outcome(epoch)`` says whether the host released it
+    (``HOLD_RELEASED``) or its time limit ran out first (``HOLD_TIMED_OUT``: the call waited for
+    the device while the stream was held, so its events do not measure device time).
+
+    ``create(device)`` returns None (and ``why_not(device)`` the reason) where it cannot be
+    built: no CUDA, no cuda-python, NVRTC failing.  Every driver function is bound when the object
+    is made, before any solution code runs in the process."""
+
+    def __init__(self, device: torch.device, limit_s: float = HOLD_LIMIT_S):
+        import ctypes
+
+        from cuda.bindings import driver as cu
+        from cuda.bindings import nvrtc
+
+        props = torch.cuda.get_device_properties(device)
+        torch.cuda.set_device(device)
+        torch.zeros(1, device=device)                       # the primary context is current
+        arch = f"--gpu-architecture=sm_{props.major}{props.minor}".encode()
+        err, prog = nvrtc.nvrtcCreateProgram(_HOLD_SOURCE.encode(), b"kw_stream_hold.cu", 0, [], [])
+        _check(err, "nvrtcCreateProgram")
+        (err,) = nvrtc.nvrtcCompileProgram(prog, 1, [arch])
+        if int(err) != 0:
+            _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise RuntimeError(f"NVRTC failed to compile the hold kernel: {log.decode(errors='replace')[:300]}")
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        _check(err, "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+        err, self._module = cu.cuModuleLoadData(cubin)
+        _check(err, "cuModuleLoadData")
+        err, self._function = cu.cuModuleGetFunction(self._module, b"kw_stream_hold")
+        _check(err, "cuModuleGetFunction")
+        dev = cu.CUdevice(torch.cuda.current_device() if device.index is None else device.index)
+
+        def attribute(name: str) -> int:
+            err, value = cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, name), dev)
+            _check(err, f"cuDeviceGetAttribute({name})")
+            return int(value)
+
+        # fill every SM: as many 1024-thread CTAs as its warp slots take (H100/H200: 2), each with
+        # its share of the SM's shared memory less the per-block reservation
+        self.threads = 1024
+        self.ctas_per_sm = max(1, attribute("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR") // self.threads)
+        per_sm = attribute("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR")
+        reserved = attribute("CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK")
+        optin = attribute("CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+        self.shared_bytes = min(optin, per_sm // self.ctas_per_sm - reserved)
+        _check(cu.cuFuncSetAttribute(self._function,
+                                     cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     self.shared_bytes)[0], "cuFuncSetAttribute")
+        self.ctas = int(props.multi_processor_count) * self.ctas_per_sm
+        err, self._host = cu.cuMemHostAlloc(64, 0x01 | 0x02)   # CU_MEMHOSTALLOC_PORTABLE | _DEVICEMAP
+        _check(err, "cuMemHostAlloc")
+        err, self._host_dev = cu.cuMemHostGetDevicePointer(self._host, 0)
+        _check(err, "cuMemHostGetDevicePointer")
+        self._gate = torch.zeros(4, dtype=torch.int32, device=device)    # the other CTAs' flag
+        base = int(self._host)
+        self._release_cell = ctypes.c_int32.from_address(base)
+        self._status_epoch = ctypes.c_int32.from_address(base + 4)
+        self._status_how = ctypes.c_int32.from_address(base + 8)
+        self._status_held_us = ctypes.c_int32.from_address(base + 12)
+        self._status_held_kcycles = ctypes.c_int32.from_address(base + 16)
+        self._release_cell.value = 0
+        self._status_epoch.value = 0
+        self._status_how.value = 0
+        self._launch = cu.cuLaunchKernel
+        self._stream_type = cu.CUstream
+        self._types = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong,
+                       ctypes.c_void_p)
+        self._release_ptr = int(self._host_dev)
+        self._status_ptr = int(self._host_dev) + 4
+        self._gate_ptr = int(self._gate.data_ptr())
+        self.limit_ns = int(limit_s * 1e9)
+        self.limit_cycles = int(limit_s * HOLD_MAX_CLOCK_HZ)
+        self.epoch = 0
+        self.kind = (f"blocking kernel ({self.ctas_per_sm} CTAs x {self.threads} threads on every SM, "
+                     "spinning on mapped host memory)")
+
+    @staticmethod
+    def create(device: torch.device, limit_s: float = HOLD_LIMIT_S) -> "Optional[StreamHold]":
+        """A StreamHold for ``device``, or None where it cannot be built (see ``why_not``)."""
+        if device.type != "cuda":
+            return None
+        key = str(device)
+        if key not in _HOLDS:
+            try:
+                hold = StreamHold(device, limit_s)
+                hold.self_test(torch.cuda.current_stream(device))
+                _HOLDS[key] = hold
+            except Exception as exc:   # no cuda-python, NVRTC or driver trouble: say why, time eagerly
+                _HOLDS[key] = None
+                _HOLD_ERRORS[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        return _HOLDS[key]
+
+    @staticmethod
+    def why_not(device: torch.device) -> Optional[str]:
+        """Why ``create(device)`` gave None (None when it did not)."""
+        if device.type != "cuda":
+            return "no CUDA device"
+        return _HOLD_ERRORS.get(str(device))
+
+    def self_test(self, stream) -> None:
+        """Hold ``stream``, release it at once, and check that the kernel saw the release.
+        Raises RuntimeError otherwise (``create`` then gives None: no device-time clock)."""
+        epoch = self.begin(stream)
+        self.release(epoch)
+        torch.cuda.synchronize()
+        how = self.outcome(epoch)
+        if how != HOLD_RELEASED:
+            raise RuntimeError(f"the hold kernel's self-test ended {how}, not {HOLD_RELEASED}")
+
+    def begin(self, stream) -> int:
+        """Enqueue the blocking kernel on ``stream`` (a torch.cuda.Stream); the next epoch."""
+        self.epoch += 1
+        args = (self._release_ptr, self._gate_ptr, self.epoch, self.limit_ns, self.limit_cycles, self._status_ptr)
+        (err,) = self._launch(self._function, self.ctas, 1, 1, self.threads, 1, 1, self.shared_bytes,
+                              self._stream_type(stream.cuda_stream), (args, self._types), 0)
+        if int(err) != 0:
+            raise RuntimeError(f"cuLaunchKernel of the hold kernel failed: {err}")
+        return self.epoch
+
+    def release(self, epoch: int) -> None:
+        """Let the held stream run (a plain store into mapped host memory: no CUDA call)."""
+        self._release_cell.value = epoch
+
+    def held(self, epoch: int) -> Optional[Tuple[int, int]]:
+        """After a device synchronise: how long the hold of ``epoch`` lasted, (globaltimer µs, SM
+        kilo-cycles), or None when its status is not that epoch's."""
+        if self._status_epoch.value != epoch:
+            return None
+        return self._status_held_us.value, self._status_held_kcycles.value
+
+    def outcome(self, epoch: int) -> str:
+        """After a device synchronise: how the hold of ``epoch`` ended."""
+        if self._status_epoch.value != epoch:
+            return HOLD_UNKNOWN
+        return HOLD_RELEASED if self._status_how.value == 1 else HOLD_TIMED_OUT
+
+
+_HOLDS: Dict[str, Optional[StreamHold]] = {}
+_HOLD_ERRORS: Dict[str, str] = {}
+
+
+def _check(err, what: str) -> None:
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {err}")
+
+
+class HoldPolicy:
+    """Which timed iterations hold the stream, and when to stop trying.
+
+    Even iterations are held (device time), odd ones run with the device idle (eager latency),
+    so both clocks see the same kind of inputs in the same trial.  A held iteration whose hold
+    timed out is lost to device time (its events measured an idle device part of the way); after
+    ``max_timeouts`` such iterations past the warm-up, every later iteration runs idle, so a call
+    that always waits for the device costs ``max_timeouts`` time limits, not one per iteration.
+    Warm-up time-outs do not count: a first call may capture a graph (which synchronises)."""
+
+    def __init__(self, available: bool, warmup: int, max_timeouts: int = 2):
+        self.available = available
+        self.warmup = warmup
+        self.max_timeouts = max_timeouts
+        self.timeouts = 0          # held iterations past the warm-up that timed out
+        self.warmup_timeouts = 0
+        self.off = not available
+
+    def holds(self, i: int) -> bool:
+        """Whether iteration ``i`` is held."""
+        return not self.off and i % 2 == 0
+
+    def note(self, i: int, outcome: str) -> bool:
+        """Record how the hold of iteration ``i`` ended; True when its events are device time."""
+        if outcome == HOLD_RELEASED:
+            return True
+        if i < self.warmup:
+            self.warmup_timeouts += 1
+        else:
+            self.timeouts += 1
+            if self.timeouts >= self.max_timeouts:
+                self.off = True
+        return False
+
+
+
+def device_time_ms(fn: Callable[[], object], device: torch.device, iterations: int = 30,
+                   warmup: int = 3) -> Optional[float]:
+    """Median device time (ms) of ``fn()`` by the gate's held-stream clock, for the gate's own
+    calibration (one trivial kernel: the launch term of the roofline floor).  Warm L2, no fresh
+    inputs: not for timing solutions.  None off CUDA, without a StreamHold, or when every hold
+    timed out (``fn`` waits for the device)."""
+    hold = StreamHold.create(device)
+    if hold is None:
+        return None
+    stream = torch.cuda.current_stream(device)
+    times = []
+    for i in range(warmup + iterations):
+        _cuda_sync()
+        start, end = new_event(), new_event()
+        epoch = hold.begin(stream)
+        _event_record(start, stream)
+        fn()
+        _event_record(end, stream)
+        hold.release(epoch)
+        _cuda_sync()
+        if i >= warmup and hold.outcome(epoch) == HOLD_RELEASED:
+            times.append(elapsed_ms(start, end))
+    return float(statistics.median(times)) if times else None
+
+def device_clock_label(clock: str, hold_kind: Optional[str] = None) -> str:
+    """The trace's ``timing_method`` for a headline taken on ``clock`` ("device", "eager", "cpu")."""
+    if clock == "device":
+        return (f"device time: stream held by a {hold_kind or 'blocking kernel'} while the call is enqueued, "
+                "then CUDA events around the call (host launch excluded, GPU gaps inside the call included); "
+                "cold L2, fresh inputs per iteration, median/trial, mean over trials")
+    if clock == "cpu":
+        return "perf_counter (CPU), median/trial, mean over trials"
+    return ("eager latency: CUDA events around one call with the device idle before the start event "
+            "(host launch included); cold L2, fresh inputs per iteration, median/trial, mean over trials")
+
+
 @dataclass
 class KernelActivity:
     name: str
@@ -195,6 +492,18 @@ class KernelActivity:
     @property
     def duration_us(self) -> float:
         return (self.end_ns - self.start_ns) / 1e3
+
+
+@dataclass
+class CopyActivity:
+    """One memory copy seen by CUPTI: ``device_to_host`` when its copy kind is DTOH."""
+
+    device_to_host: bool
+    bytes: int
+    start_ns: int
+
+
+_CUPTI_DTOH = 2   # CUpti_ActivityMemcpyKind: CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
 
 
 class CuptiKernelTracer:
@@ -211,6 +520,8 @@ class CuptiKernelTracer:
 
     def __init__(self) -> None:
         self._records: List[KernelActivity] = []
+        self._copies: List[CopyActivity] = []
+        self.traces_copies = False      # MEMCPY records are collected too (device-to-host copies)
         self._ok = False
         self._registered = False
         self.detaches = False
@@ -236,11 +547,18 @@ class CuptiKernelTracer:
         def requested():
             return 8 * 1024 * 1024, 0
 
+        memcpy = getattr(self._cupti.ActivityKind, "MEMCPY", None)
+
         def completed(activities):
             for a in activities:
-                if getattr(a, "kind", None) == self._cupti.ActivityKind.CONCURRENT_KERNEL:
+                kind = getattr(a, "kind", None)
+                if kind == self._cupti.ActivityKind.CONCURRENT_KERNEL:
                     self._records.append(KernelActivity(str(a.name), int(a.start), int(a.end),
                                                         int(getattr(a, "stream_id", 0))))
+                elif memcpy is not None and kind == memcpy:
+                    copy_kind = int(getattr(a, "copy_kind", getattr(a, "copyKind", -1)))
+                    self._copies.append(CopyActivity(copy_kind == _CUPTI_DTOH, int(getattr(a, "bytes", 0)),
+                                                     int(getattr(a, "start", 0))))
 
         self._cupti.activity_register_callbacks(requested, completed)
         self._registered = True
@@ -277,10 +595,22 @@ class CuptiKernelTracer:
     def begin(self) -> None:
         self._register()
         self._cupti.activity_enable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
+        memcpy = getattr(self._cupti.ActivityKind, "MEMCPY", None)
+        try:
+            if memcpy is not None:
+                self._cupti.activity_enable(memcpy)
+                self.traces_copies = True
+        except Exception:
+            self.traces_copies = False
 
     def end(self) -> None:
         self._cupti.activity_flush_all(1)
         self._cupti.activity_disable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
+        if self.traces_copies:
+            try:
+                self._cupti.activity_disable(self._cupti.ActivityKind.MEMCPY)
+            except Exception:
+                pass
         if self.detaches:
             self._cupti.finalize()
             self._registered = False
@@ -289,8 +619,13 @@ class CuptiKernelTracer:
         return int(self._cupti.get_timestamp())
 
     def drain(self) -> List[KernelActivity]:
-        """Every record collected so far (and forget them)."""
+        """Every kernel record collected so far (and forget them)."""
         found, self._records = self._records, []
+        return found
+
+    def drain_copies(self) -> List[CopyActivity]:
+        """Every memory-copy record collected so far (and forget them)."""
+        found, self._copies = self._copies, []
         return found
 
 
@@ -309,8 +644,19 @@ def cupti_tracer() -> CuptiKernelTracer:
 class TimingSamples:
     """Raw per-iteration numbers from one timing phase (all in milliseconds)."""
 
-    latency_ms: List[float] = field(default_factory=list)
-    wall_ms: List[float] = field(default_factory=list)
+    latency_ms: List[float] = field(default_factory=list)        # device time (held iterations), else eager
+    clock: str = "cpu"                                             # what latency_ms is: device | eager | cpu
+    hold_kind: Optional[str] = None                                # the blocking kernel, when clock is device
+    hold_error: Optional[str] = None                               # why the stream could not be held
+    hold_timeouts: int = 0                                         # held iterations past the warm-up that timed out
+    eager_latency_ms: List[float] = field(default_factory=list)   # events with the device idle before the start
+    wall_ms: List[float] = field(default_factory=list)            # eager iterations: start record -> synchronised
+    held_wall_ms: List[float] = field(default_factory=list)       # held iterations: release -> synchronised
+    held_span_ms: List[float] = field(default_factory=list)       # held iterations: start record -> synchronised
+    host_ms: List[float] = field(default_factory=list)            # held iterations: the call's host path
+    latency_iters: List[int] = field(default_factory=list)        # the timed iteration of each latency_ms sample
+    eager_iters: List[int] = field(default_factory=list)          # ... of each eager_latency_ms sample
+    empty_held_wall_ms: List[float] = field(default_factory=list)
     graph_latency_ms: List[float] = field(default_factory=list)
     graph_error: Optional[str] = None
     kernel_sum_ms: List[float] = field(default_factory=list)
@@ -318,6 +664,10 @@ class TimingSamples:
     kernels: Dict[str, List[float]] = field(default_factory=dict)  # name -> [count, total_us]
     empty_wall_ms: List[float] = field(default_factory=list)
     cupti_error: Optional[str] = None
+    cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied
+    cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
+    cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
+    cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
     host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}
     min_launches: Optional[int] = None   # CPU: fewest Triton launches in one timed call (None: not counted)

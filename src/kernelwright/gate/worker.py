@@ -209,6 +209,9 @@ class Harness:
             (a @ a).sum().item()
         self.flusher = T.L2Flusher(self.device)
         self.prims = T.primitives(self.device)
+        # the device-time clock's blocking kernel, built before any solution code runs (None off
+        # CUDA or without cuda-python: the headline is then the eager latency, labelled so)
+        self.hold = T.StreamHold.create(self.device) if self.device.type == "cuda" else None
         self.launches = LaunchCounter()
         self.count_launches = False
         self.language = ""
@@ -572,8 +575,10 @@ class Harness:
         """Timed iterations.  Every iteration gets freshly generated input contents (its spec,
         asked from the parent just before it: ``_spec``) in one of the buffer sets (rotating
         addresses), poisoned outputs and a cold L2; after each call the parent may copy the
-        outputs for a check (``_done``).  Clocks and events come from ``self.prims`` (bound
-        before the solution was imported)."""
+        outputs for a check (``_done``).  On CUDA the iterations alternate between the two
+        clocks (``timing.HoldPolicy``): held (device time, ``_held_call``) and idle (eager
+        latency, ``_idle_call``).  Clocks and events come from ``self.prims`` (bound before the
+        solution was imported)."""
         from kernelwright import definitions
         from kernelwright.trace import Workload
 
@@ -586,11 +591,15 @@ class Harness:
         cuda = self.device.type == "cuda"
         base = self._integrity_now()       # before any solution code runs in this op
         out = T.TimingSamples()
+        policy = T.HoldPolicy(cuda and self.hold is not None, warmup)
+        if cuda:
+            out.hold_kind = self.hold.kind if self.hold is not None else None
+            out.hold_error = None if self.hold is not None else (T.StreamHold.why_not(self.device) or "unavailable")
         threads_before = guards.native_thread_count()
         children_before = guards.child_process_count()
         counting = self.count_launches
         fewest = None
-        events = []
+        device_events, eager_events = [], []
         for i in range(count):
             s = i % nsets
             scalars = self._regenerate(builtin, workload, self._spec("time", i), s)
@@ -601,18 +610,14 @@ class Harness:
             self.flusher.flush()
             P.sync()
             launched_before = self.launches.total
-            if cuda:
-                start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+            if not cuda:
                 t0 = P.now()
-                P.event_record(start, P.stream)
                 returned = self._call(args, outputs, state)
-                P.event_record(end, P.stream)
-                P.sync()
-                t1 = P.now()
+                wall = P.now() - t0
+            elif policy.holds(i):
+                returned, timing = self._held_call(args, outputs, state)
             else:
-                t0 = P.now()
-                returned = self._call(args, outputs, state)
-                t1 = P.now()
+                returned, timing = self._idle_call(args, outputs, state)
             if counting:
                 n = self.launches.total - launched_before
                 fewest = n if fewest is None else min(fewest, n)
@@ -622,18 +627,38 @@ class Harness:
             P.sync()
             self._done("time", i)
             self._check_integrity(base)
-            if i >= warmup:
-                out.wall_ms.append((t1 - t0) * 1e3)
-                if cuda:
-                    events.append((start, end))
+            if not cuda:
+                if i >= warmup:
+                    out.wall_ms.append(wall * 1e3)
+                continue
+            if "outcome" in timing:      # a held iteration
+                if policy.note(i, timing["outcome"]) and i >= warmup:
+                    device_events.append(timing["events"])
+                    out.latency_iters.append(i)
+                    out.held_wall_ms.append(timing["after_release_s"] * 1e3)
+                    out.held_span_ms.append(timing["span_s"] * 1e3)
+                    out.host_ms.append(timing["host_s"] * 1e3)
+            elif i >= warmup:
+                eager_events.append(timing["events"])
+                out.eager_iters.append(i)
+                out.wall_ms.append(timing["wall_s"] * 1e3)
         P.sync()
         after = {"threads_after": guards.native_thread_count(), "children_after": guards.child_process_count(),
                  "py_threads": threading.active_count()}
+        out.hold_timeouts = policy.timeouts
         if cuda:
-            out.latency_ms = [float(P.event_elapsed(a, b)) for a, b in events]
+            out.eager_latency_ms = [float(P.event_elapsed(a, b)) for a, b in eager_events]
+            device = [float(P.event_elapsed(a, b)) for a, b in device_events]
+            if device:
+                out.clock, out.latency_ms = "device", device
+            else:   # no iteration could be held: the eager samples are the headline
+                out.clock, out.latency_ms, out.latency_iters = "eager", list(out.eager_latency_ms), list(out.eager_iters)
             out.empty_wall_ms = self._empty_wall(20)
+            if self.hold is not None:
+                out.empty_held_wall_ms = self._empty_held_wall(20)
         else:
-            out.latency_ms = list(out.wall_ms)
+            out.clock, out.latency_ms = "cpu", list(out.wall_ms)
+            out.latency_iters = list(range(warmup, count))
         out.min_launches = fewest
         if cuda and msg.get("graph_iterations") and self.prepare is None:
             self._time_graph(builtin, workload, msg, out)
@@ -644,6 +669,37 @@ class Harness:
         return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
                 "children_before": children_before, "last_specs": {str(k): v for k, v in self.last_specs.items()},
                 "l2_limit": self._l2_limit(), **after}
+
+    def _held_call(self, args, outputs, state, call=None):
+        """One call behind the blocking kernel (device time): hold, start event, the call, end
+        event, release, synchronise.  Returns (what the call returned, {events, outcome, host_s:
+        the call's host path, after_release_s: release -> synchronised, span_s: start record ->
+        synchronised})."""
+        P = self.prims
+        start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+        epoch = self.hold.begin(P.stream)
+        t0 = P.now()
+        P.event_record(start, P.stream)
+        returned = self._call(args, outputs, state) if call is None else call()
+        P.event_record(end, P.stream)
+        t1 = P.now()
+        self.hold.release(epoch)
+        P.sync()
+        t2 = P.now()
+        return returned, {"events": (start, end), "outcome": self.hold.outcome(epoch), "host_s": t1 - t0,
+                          "after_release_s": t2 - t1, "span_s": t2 - t0}
+
+    def _idle_call(self, args, outputs, state, call=None):
+        """One call with the device idle before the start event (eager latency).  Returns (what
+        the call returned, {events, wall_s: start record -> synchronised})."""
+        P = self.prims
+        start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+        t0 = P.now()
+        P.event_record(start, P.stream)
+        returned = self._call(args, outputs, state) if call is None else call()
+        P.event_record(end, P.stream)
+        P.sync()
+        return returned, {"events": (start, end), "wall_s": P.now() - t0}
 
     def _empty_wall(self, n: int) -> List[float]:
         P = self.prims
@@ -656,6 +712,22 @@ class Harness:
             P.event_record(end, P.stream)
             P.sync()
             walls.append((P.now() - t0) * 1e3)
+        return walls
+
+    def _empty_held_wall(self, n: int) -> List[float]:
+        """What the held clock's release -> synchronised wall clock reads for an empty call (ms)."""
+        P = self.prims
+        walls = []
+        for _ in range(n):
+            P.sync()
+            start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
+            epoch = self.hold.begin(P.stream)
+            P.event_record(start, P.stream)
+            P.event_record(end, P.stream)
+            t1 = P.now()
+            self.hold.release(epoch)
+            P.sync()
+            walls.append((P.now() - t1) * 1e3)
         return walls
 
     def _time_graph(self, builtin, workload, msg, out: T.TimingSamples) -> None:
@@ -684,16 +756,17 @@ class Harness:
                 pass
             return
         P = self.prims
+        replay = graph.replay
         for i in range(count):
             self._regenerate(builtin, workload, self._spec("graph", i), 0)
             poison(outputs)
             self.flusher.flush()
             P.sync()
-            start, end = P.event_new(T._EventBase, enable_timing=True), P.event_new(T._EventBase, enable_timing=True)
-            P.event_record(start, P.stream)
-            graph.replay()
-            P.event_record(end, P.stream)
-            P.sync()
+            # behind the hold like the headline (the replay's host submission hidden); a hold that
+            # timed out leaves an eager replay, which is kept (a replay never waits for the host)
+            _, timing = (self._held_call if self.hold is not None else self._idle_call)(
+                [], [], None, call=replay)
+            start, end = timing["events"]
             if not self.dps:
                 self._previous_returned = []
                 self._accept_returned(returned, args, outputs)
@@ -705,6 +778,11 @@ class Harness:
         del graph
 
     def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
+        """The CUPTI window: ``cupti_iters`` calls on the inputs of timed iterations warmup + i,
+        held like the device-time iterations (while the hold lasts, so that the kernel span is
+        device time and any kernel that starts before the release shows: ``cupti_prerelease``),
+        with kernel and memory-copy activity recorded.  A hold that times out (a call that waits
+        for the device) ends the holding for the rest of the window."""
         tracer = self._gate_action(T.cupti_tracer)
         if not tracer.available():
             out.cupti_error = "cupti not available"
@@ -712,6 +790,7 @@ class Harness:
                 self._profile_kernels(builtin, workload, msg, out)
             return
         windows = []
+        policy = T.HoldPolicy(self.hold is not None, warmup=0, max_timeouts=1)
         try:
             tracer.drain()
             tracer.begin()
@@ -723,16 +802,31 @@ class Harness:
                 self.flusher.flush()
                 self.prims.sync()
                 t0 = tracer.timestamp()
-                self._call(args, self.sets[0]["outputs"], state)
-                self.prims.sync()
-                windows.append((t0, tracer.timestamp()))
+                if not policy.off:
+                    _, timing = self._held_call(args, self.sets[0]["outputs"], state)
+                    held = policy.note(i, timing["outcome"])
+                else:
+                    self._call(args, self.sets[0]["outputs"], state)
+                    self.prims.sync()
+                    held = False
+                windows.append((t0, tracer.timestamp(), held))
             tracer.end()
         except Exception as exc:
             out.cupti_error = f"{type(exc).__name__}: {exc}"[:300]
             return
         collected = tracer.drain()
-        for t0, t1 in windows:
-            recs = [r for r in collected if t0 <= r.start_ns <= t1]
+        copies = tracer.drain_copies()
+        out.cupti_copies_traced = tracer.traces_copies
+        for t0, t1, held in windows:
+            if tracer.traces_copies:
+                out.cupti_d2h_bytes.append(sum(c.bytes for c in copies if c.device_to_host and t0 <= c.start_ns <= t1))
+            inside = [r for r in collected if t0 <= r.start_ns <= t1]
+            holds = [r for r in inside if r.name == T.HOLD_KERNEL_NAME]
+            recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
+            out.cupti_held.append(bool(held and holds))
+            if held and holds:
+                released = max(r.end_ns for r in holds)
+                out.cupti_prerelease.append(sum(1 for r in recs if r.start_ns < released))
             if not recs:
                 out.kernel_sum_ms.append(0.0)
                 out.kernel_span_ms.append(0.0)

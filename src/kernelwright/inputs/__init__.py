@@ -9,6 +9,7 @@ from kernelwright.inputs.paging import (
     pack_index_k_cache,
     random_index_k_cache,
     synth_block_table,
+    synth_request_sparse_indices,
     synth_seq_lens,
     synth_sparse_indices,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "random_tensor",
     "seed_for",
     "synth_block_table",
+    "synth_request_sparse_indices",
     "synth_routing_bias",
     "synth_routing_logits",
     "synth_seq_lens",

@@ -95,3 +95,35 @@ def synth_sparse_indices(
         chosen = tokens[torch.randperm(length, device=device, generator=gen)[:count]]
         out[t, :count] = chosen.to(torch.int32)
     return out
+
+
+def synth_request_sparse_indices(
+    num_tokens: int, topk: int, context: int, num_pages: int, page_size: int, gen: torch.Generator,
+    device: torch.device | str,
+) -> torch.Tensor:
+    """[T, topk] int32 selected token ids of T query tokens of ONE request (a chunk of prefill or a
+    multi-token decode step), the serving-envelope case where rows overlap.
+
+    The request's ``context`` tokens live on ceil(context / page_size) distinct pages drawn from the
+    cache's ``num_pages``.  Query row t sits at causal position context - T + t and selects
+    min(topk, position + 1) distinct tokens among the first position + 1 of the request (a random
+    subset: a stand-in for the indexer's top-k), then -1.  Rows of one request share most of
+    their tokens when the context is short.
+
+    Raises:
+        ValueError: the cache has fewer pages than the request needs, or ``context`` < T.
+    """
+    pages_needed = (context + page_size - 1) // page_size
+    if pages_needed > num_pages:
+        raise ValueError(f"a context of {context} tokens needs {pages_needed} pages, the cache has {num_pages}")
+    if context < num_tokens:
+        raise ValueError(f"context {context} is shorter than the {num_tokens} query tokens")
+    pages = torch.randperm(num_pages, device=device, generator=gen)[:pages_needed]
+    tokens = (pages[:, None] * page_size + torch.arange(page_size, device=device)).reshape(-1)[:context]
+    out = torch.full((num_tokens, topk), -1, dtype=torch.int32, device=device)
+    for t in range(num_tokens):
+        visible = context - num_tokens + t + 1
+        count = min(topk, visible)
+        chosen = torch.randperm(visible, device=device, generator=gen)[:count]
+        out[t, :count] = tokens[chosen].to(torch.int32)
+    return out

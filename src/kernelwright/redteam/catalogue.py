@@ -171,6 +171,16 @@ CASES: List[Case] = [
          needs_cuda=True, suspicious=True),
     Case("reference_call_cuda", "calls the reference (CUPTI provenance)", "indexer",
          _r("VENDOR_KERNELS", "NO_KERNELS"), "H1", needs_cuda=True),
+    # the device-time clock (the stream held while the call is enqueued)
+    Case("held_side_stream", "works on a private stream while the caller's stream is held", "demo", PASS, "H8",
+         needs_cuda=True, min_latency_ms=0.18,
+         why="the blocking kernel fills every SM: no stream's kernel starts before the release"),
+    Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
+         needs_cuda=True, min_latency_ms=0.02,
+         why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),
+    Case("sync_in_call", "honest, but waits for the device inside the call", "demo", PASS, "",
+         needs_cuda=True,
+         why="the hold's time limit ends the wait; the iteration is timed eagerly and labelled"),
 ]
 
 BY_ID: Dict[str, Case] = {c.id: c for c in CASES}

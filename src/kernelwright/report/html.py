@@ -26,6 +26,49 @@ def _workload_label(axes: Dict[str, int]) -> str:
     return ",".join(f"{k[:1]}{v}" for k, v in axes.items() if not k.startswith("num_pages"))
 
 
+def _latency_by_workload(ax, rows, names, label_of) -> None:
+    """Latency per workload in axis order (definitions without a size axis)."""
+    for name in names:
+        xs = [i for i, r in enumerate(rows) if name in r["latency_us"]]
+        if xs:
+            ax.plot(xs, [rows[i]["latency_us"][name] for i in xs], marker="o", ms=3, lw=1, label=label_of.get(name, name))
+    floors = [(i, r["floor_us"]) for i, r in enumerate(rows) if r.get("floor_us")]
+    if floors:
+        ax.plot([i for i, _ in floors], [f for _, f in floors], "k--", lw=1, label="roofline floor")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([_workload_label(r["axes"]) for r in rows], rotation=90, fontsize=6)
+    ax.set_xlabel("workload")
+
+
+def _latency_by_size(ax, rows, names, label_of, x_label: str) -> None:
+    """Latency against the definition's size axis (context length, tokens): one colour per
+    solution, one line style per series (e.g. batch size); the roofline floor per series in black.
+    Workloads that share an x within a series (the contest sets) are drawn as points."""
+    import itertools
+
+    series = sorted({r.get("series", "") for r in rows}, key=lambda k: (len(k), k))
+    styles = dict(zip(series, itertools.cycle(["-", "--", ":", "-.", (0, (3, 1, 1, 1))])))
+    colors = dict(zip(names, itertools.cycle([f"C{i}" for i in range(10)])))
+    for name in names:
+        for k in series:
+            pts = sorted((r["x"], r["latency_us"][name]) for r in rows
+                         if r.get("series", "") == k and name in r["latency_us"])
+            if not pts:
+                continue
+            unique = len({x for x, _ in pts}) == len(pts)
+            label = label_of.get(name, name) + (f" ({k})" if k else "")
+            ax.plot([x for x, _ in pts], [y for _, y in pts], ls=styles[k] if unique else "none", marker="o", ms=3,
+                    lw=1, color=colors[name], label=label)
+    for k in series:
+        floor = sorted({(r["x"], r["floor_us"]) for r in rows if r.get("series", "") == k and r.get("floor_us")})
+        if floor:
+            ax.plot([x for x, _ in floor], [f for _, f in floor], color="k", ls=styles[k], lw=0.8, alpha=0.6,
+                    marker="." if len({x for x, _ in floor}) < len(floor) else None,
+                    label="roofline floor" + (f" ({k})" if k else ""))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(x_label)
+
+
 def _plots(def_name: str, d: Dict[str, Any]) -> list:
     import matplotlib
 
@@ -33,29 +76,23 @@ def _plots(def_name: str, d: Dict[str, Any]) -> list:
     import matplotlib.pyplot as plt
 
     rows = sorted(d["workloads"], key=lambda r: tuple(r["axes"].values()))
-    labels = [_workload_label(r["axes"]) for r in rows]
     names = list(d["solutions"]) + list(d.get("lower_bounds", {}))
     label_of = {**{k: v["label"] for k, v in d["solutions"].items()}, **d.get("lower_bounds", {})}
+    by_size = bool(rows) and all("x" in r for r in rows)
     images = []
-    fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(rows) + 4), 4.2))
-    for name in names:
-        xs = [i for i, r in enumerate(rows) if name in r["latency_us"]]
-        ys = [rows[i]["latency_us"][name] for i in xs]
-        if xs:
-            ax.plot(xs, ys, marker="o", ms=3, lw=1, label=label_of.get(name, name))
-    floors = [(i, r["floor_us"]) for i, r in enumerate(rows) if r.get("floor_us")]
-    if floors:
-        ax.plot([i for i, _ in floors], [f for _, f in floors], "k--", lw=1, label="roofline floor")
+    fig, ax = plt.subplots(figsize=(10 if by_size else max(8, 0.18 * len(rows) + 4), 4.8))
+    if by_size:
+        _latency_by_size(ax, rows, names, label_of, d.get("size_axis") or "size")
+    else:
+        _latency_by_workload(ax, rows, names, label_of)
     if not ax.lines:
         ax.text(0.5, 0.5, "no passing workload", ha="center", va="center", transform=ax.transAxes)
     ax.set_yscale("log")
-    ax.set_ylabel("latency (µs, log)")
-    ax.set_title(f"{def_name}: latency per workload")
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, rotation=90, fontsize=6)
+    ax.set_ylabel("latency (µs, log; device time on CUDA)")
+    ax.set_title(f"{def_name}: latency (headline clock; failed workloads have no point)")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, ncol=2)
+    ax.grid(alpha=0.3, which="both")
     images.append(_png(fig))
     fig, ax = plt.subplots(figsize=(max(8, 0.18 * len(rows) + 4), 3.6))
     for name in d["solutions"]:
@@ -66,9 +103,10 @@ def _plots(def_name: str, d: Dict[str, Any]) -> list:
         ax.text(0.5, 0.5, "no roofline (CPU run or no device ceilings)", ha="center", va="center", transform=ax.transAxes)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("fraction of roofline")
+    ax.set_xlabel("workload")
     ax.set_title(f"{def_name}: roofline fraction (floor latency / measured latency)")
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, rotation=90, fontsize=6)
+    ax.set_xticklabels([_workload_label(r["axes"]) for r in rows], rotation=90, fontsize=6)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
@@ -76,16 +114,47 @@ def _plots(def_name: str, d: Dict[str, Any]) -> list:
     return images
 
 
+def _workload_table(d: Dict[str, Any]) -> str:
+    """One row per workload: each solution's status (with its reasons when it failed) or its
+    device / eager / graph µs."""
+    sols = d["solutions"]
+    head = ["workload", "regime", "axes"] + [s["label"] for s in sols.values()] + ["floor µs"]
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for r in d["workloads"]:
+        cells = [html.escape(r["uuid"][:36]), html.escape(r["regime"]),
+                 html.escape(", ".join(f"{k}={v}" for k, v in r["axes"].items()))]
+        for name in sols:
+            status = r["status"].get(name)
+            if status is None:
+                cells.append("")
+            elif name in r["latency_us"]:
+                extra = " / ".join(f"{r[k][name]:.1f}" if name in r.get(k, {}) else "—" for k in ("eager_us", "graph_us"))
+                clock = r.get("clock", {}).get(name, "")
+                flag = "*" if status.endswith("*") else ""
+                cells.append(f"{r['latency_us'][name]:.1f}{flag} <small>({html.escape(clock)}; eager / graph {extra})</small>")
+            else:
+                why = ",".join(r.get("reasons", {}).get(name, []))
+                cells.append(f"<span style='color:#b00'>{html.escape(status)} {html.escape(why)}</span>")
+        cells.append("—" if not r.get("floor_us") else f"{r['floor_us']:.1f}")
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</table><p><small>* passed but SUSPICIOUS (kept out of every best-of selection)</small></p>")
+    return "\n".join(out)
+
+
 def _table(d: Dict[str, Any]) -> str:
     regimes = d["regimes"]
-    head = ["solution", "passed", "mean µs"] + [f"{r} µs" for r in regimes] + ["× reference", "vs baselines", "roofline mean/min"]
+    from kernelwright.report.tables import headline_header
+
+    head = (["solution", "passed", headline_header(d), "eager µs", "graph µs"] + [f"{r} µs" for r in regimes]
+            + ["× reference", "vs baselines", "roofline mean/min"])
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
     for s in d["solutions"].values():
         f = lambda x, spec=".1f": "—" if x is None else format(x, spec)
         vs = "; ".join(f"{html.escape(d['solutions'].get(k, {}).get('label', d.get('lower_bounds', {}).get(k, k)))}: "
                        f"{v['mean_speedup']:.2f}×" for k, v in s["speedup_vs"].items())
         frac = "—" if s["mean_roofline_fraction"] is None else f"{s['mean_roofline_fraction']:.2f} / {s['min_roofline_fraction']:.2f}"
-        cells = [html.escape(s["label"]), f"{s['passed']}/{s['workloads']}", f(s["mean_latency_us"])]
+        cells = [html.escape(s["label"]), f"{s['passed']}/{s['workloads']}", f(s["mean_latency_us"]),
+                 f(s.get("mean_eager_latency_us")), f(s.get("mean_graph_latency_us"))]
         cells += [f(s["regime_latency_us"].get(r)) for r in regimes]
         cells += [f(s["mean_speedup_vs_reference"]), vs or "—", frac]
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -142,6 +211,8 @@ def write_report(results: Path, out: Optional[Path] = None) -> Path:
         parts.append(_regime_table(regime_source["definitions"].get(def_name, d)))
         for img in _plots(def_name, d):
             parts.append(f"<img src='{img}'>")
+        parts.append("<h3>per workload</h3>")
+        parts.append(_workload_table(d))
     skipped = meta.get("skipped") or {}
     if skipped:
         parts.append("<h3>not run</h3><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(str(v))}</li>"

@@ -1,10 +1,13 @@
 """Aggregate traces into the bench summary (``summary.json``).
 
-Per definition and solution: workloads passed, mean latency and per-regime means (µs; with
-``regime_stats`` also the achieved TB/s, TFLOP/s and speedup vs the reference per regime), mean
-speedup vs the reference, mean speedup vs each baseline (the contest's metric: the mean over
-workloads of baseline latency / solution latency, over the workloads both passed), and the
-fraction of the roofline reached (floor latency / measured latency; mean and minimum).
+Per definition and solution: workloads passed, the clock of the headline (device time, or eager
+where a call could not be timed by device time), mean headline latency and per-regime means (µs;
+with ``regime_stats`` also the achieved TB/s, TFLOP/s and speedup vs the reference per regime),
+mean eager and graph-replay latency, mean speedup vs the reference, mean speedup vs each baseline
+(the contest's metric: the mean over workloads of baseline latency / solution latency, over the
+workloads both passed, on the headline clock of the same run), and the fraction of the roofline
+reached (floor latency / measured latency; mean and minimum).  Per workload: every solution's
+headline, eager and graph latency and clock, and the plot position (``x``, ``series``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, List, Mapping, Optional
 
-from kernelwright.definitions.base import BuiltinDefinition
+from kernelwright.definitions.base import BuiltinDefinition, is_sweep
 from kernelwright.trace import Trace
 
 
@@ -40,6 +43,22 @@ def _regime_stats(traces: List[Trace]) -> Dict[str, Any]:
                                            if t.evaluation.performance.speedup_factor])}
 
 
+def _vs_fastest_baseline(lat: Mapping[str, Mapping[str, float]], sol: str, baselines: List[str],
+                         regime_of: Mapping[str, str], order: List[str]) -> Dict[str, float]:
+    """Per regime: the mean over workloads of (the fastest baseline's latency / ``sol``'s), over
+    the workloads where ``sol`` and at least one baseline passed (empty without baselines)."""
+    out: Dict[str, float] = {}
+    for r in order:
+        ratios = []
+        for u, mine in lat.get(sol, {}).items():
+            theirs = [lat[b][u] for b in baselines if u in lat.get(b, {})]
+            if regime_of[u] == r and theirs:
+                ratios.append(min(theirs) / mine)
+        if ratios:
+            out[r] = float(statistics.mean(ratios))
+    return out
+
+
 def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
               roles: Mapping[str, Dict[str, str]], lower_bounds: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
               meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -51,8 +70,10 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
         for t in items:
             by_sol.setdefault(t.solution, {})[t.workload.uuid] = t
         workloads = {t.workload.uuid: t.workload for t in items}
-        regime_of = {u: (builtin.regime(w.axes) if builtin else "all") for u, w in workloads.items()}
-        order = builtin.regimes_order if builtin and builtin.regimes_order else sorted(set(regime_of.values()))
+        regime_of = {u: (builtin.regime_of(w) if builtin else "all") for u, w in workloads.items()}
+        present = set(regime_of.values())
+        order = [r for r in (builtin.all_regimes_order if builtin else []) if r in present]
+        order += sorted(present - set(order))
         lat = {s: {u: t.evaluation.performance.latency_ms for u, t in per.items() if t.trusted_pass}
                for s, per in by_sol.items()}
         solutions = {}
@@ -78,6 +99,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 if common:
                     vs[base] = {"mean_speedup": _mean([lat[base][u] / lat[sol][u] for u in common]),
                                 "workloads": len(common)}
+            best_vs = _vs_fastest_baseline(lat, sol, [b for b in baselines if b != sol], regime_of, order)
             for lb_name, lb in (lower_bounds or {}).get(def_name, {}).items():
                 common = [u for u in lat[sol] if lb.get(u)]
                 if common:
@@ -86,6 +108,11 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
             fractions = [t.evaluation.gate.roofline_fraction for t in trusted
                          if t.evaluation.gate and t.evaluation.gate.roofline_fraction is not None]
             graph = [t.evaluation.performance.graph_latency_ms for t in trusted if t.evaluation.performance.graph_latency_ms]
+            eager = [t.evaluation.performance.eager_latency_ms for t in trusted if t.evaluation.performance.eager_latency_ms]
+            clocks: Dict[str, int] = {}
+            for t in trusted:
+                c = t.evaluation.performance.clock or "eager"
+                clocks[c] = clocks.get(c, 0) + 1
             solutions[sol] = {
                 "label": roles.get(sol, {}).get("label", sol),
                 "role": roles.get(sol, {}).get("role", "solution"),
@@ -94,26 +121,41 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 "suspicious": len(passed) - len(trusted),
                 "all_passed": len(trusted) == len(per),
                 "mean_latency_us": _mean([t.evaluation.performance.latency_ms * 1e3 for t in trusted]),
+                "clocks": clocks,
+                "mean_eager_latency_us": _mean([e * 1e3 for e in eager]),
                 "mean_graph_latency_us": _mean([g * 1e3 for g in graph]),
                 "regime_latency_us": regimes,
                 "regime_stats": stats,
                 "mean_speedup_vs_reference": _mean([t.evaluation.performance.speedup_factor for t in trusted]),
                 "speedup_vs": vs,
+                "regime_speedup_vs_fastest_baseline": best_vs,
                 "mean_roofline_fraction": _mean(fractions),
                 "min_roofline_fraction": min(fractions) if fractions else None,
                 "failures": failed[:50],
             }
         rows = []
         for u, w in workloads.items():
-            row = {"uuid": u, "axes": dict(w.axes), "regime": regime_of[u], "latency_us": {}, "roofline_fraction": {},
-                   "status": {}}
+            row = {"uuid": u, "axes": dict(w.axes), "regime": regime_of[u], "latency_us": {}, "eager_us": {},
+                   "graph_us": {}, "clock": {}, "roofline_fraction": {}, "status": {}, "reasons": {}}
+            if builtin is not None and builtin.size_axis is not None:
+                row["x"] = float(builtin.size_axis[1](w.axes))
+            if builtin is not None and builtin.sweep_series is not None and is_sweep(u):
+                row["series"] = builtin.sweep_series(w)
             for sol, per in by_sol.items():
                 t = per.get(u)
                 if t is None:
                     continue
                 row["status"][sol] = t.evaluation.status.value + ("*" if t.passed and not t.trusted_pass else "")
+                if t.evaluation.gate and t.evaluation.gate.reasons:
+                    row["reasons"][sol] = list(t.evaluation.gate.reasons)
                 if t.passed:
-                    row["latency_us"][sol] = t.evaluation.performance.latency_ms * 1e3
+                    perf = t.evaluation.performance
+                    row["latency_us"][sol] = perf.latency_ms * 1e3
+                    row["clock"][sol] = perf.clock or "eager"
+                    if perf.eager_latency_ms:
+                        row["eager_us"][sol] = perf.eager_latency_ms * 1e3
+                    if perf.graph_latency_ms:
+                        row["graph_us"][sol] = perf.graph_latency_ms * 1e3
                     if t.evaluation.gate and t.evaluation.gate.roofline_fraction is not None:
                         row["roofline_fraction"][sol] = t.evaluation.gate.roofline_fraction
                     if t.evaluation.gate and t.evaluation.gate.roofline_floor_ms is not None:
@@ -123,6 +165,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                     row["latency_us"][lb_name] = lb[u] * 1e3
             rows.append(row)
         out["definitions"][def_name] = {"regimes": order, "solutions": solutions, "workloads": rows,
+                                        "size_axis": builtin.size_axis[0] if builtin and builtin.size_axis else None,
                                         "lower_bounds": {k: roles.get(k, {}).get("label", k)
                                                          for k in (lower_bounds or {}).get(def_name, {})}}
     return out

@@ -1,4 +1,10 @@
-"""Terminal tables (rich) for a bench summary: one table per definition, one row per solution."""
+"""Terminal tables (rich) for a bench summary.
+
+Per definition: one row per solution (device µs first, then eager and graph-replay µs, × the
+reference and × each baseline on the headline clock, roofline fraction), then one row per regime
+(the serving envelope's context lengths or token counts) with every solution's device µs and each
+solution's speedup over the fastest baseline; failures are listed below in full.
+"""
 
 from __future__ import annotations
 
@@ -13,43 +19,90 @@ def _fmt(x: Optional[float], spec: str = ".1f", suffix: str = "") -> str:
     return "—" if x is None else f"{x:{spec}}{suffix}"
 
 
+def _clock_note(clocks: Dict[str, int]) -> str:
+    """'device', or e.g. 'eager 3 / device 16' when some workloads could not use device time."""
+    if not clocks:
+        return "—"
+    if len(clocks) == 1:
+        return next(iter(clocks))
+    return " / ".join(f"{c} {n}" for c, n in sorted(clocks.items(), key=lambda kv: -kv[1]))
+
+
+def headline_header(d: Dict[str, Any]) -> str:
+    """'device µs', or 'latency µs' for a CPU run (one perf_counter clock, no device time)."""
+    clocks = {c for s in d["solutions"].values() for c in (s.get("clocks") or {})}
+    return "latency µs" if clocks == {"cpu"} else "device µs"
+
+
+def _solution_table(def_name: str, d: Dict[str, Any]) -> Table:
+    sols = d["solutions"]
+    baselines = [s for s, v in sols.items() if v["role"] == "baseline"]
+    lower = list(d.get("lower_bounds", {}))
+    table = Table(title=def_name, title_justify="left")
+    table.add_column("solution", no_wrap=True)
+    table.add_column("passed", justify="right")
+    table.add_column("clock", justify="left")
+    table.add_column(headline_header(d), justify="right")
+    table.add_column("eager µs", justify="right")
+    table.add_column("graph µs", justify="right")
+    table.add_column("× reference", justify="right")
+    for b in baselines + lower:
+        label = sols[b]["label"] if b in sols else d["lower_bounds"].get(b, b)
+        table.add_column(f"× {label}", justify="right")
+    table.add_column("roofline mean/min", justify="right")
+    for name, s in sols.items():
+        passed = f"{s['passed']}/{s['workloads']}" + (f" ({s['suspicious']} susp.)" if s["suspicious"] else "")
+        cells = [s["label"], passed, _clock_note(s.get("clocks") or {}), _fmt(s["mean_latency_us"]),
+                 _fmt(s.get("mean_eager_latency_us")), _fmt(s.get("mean_graph_latency_us"))]
+        ref = s["mean_speedup_vs_reference"]
+        cells.append(_fmt(ref, ".2g" if ref is not None and ref < 1 else ".1f", "×"))   # CPU: 0.03×, not 0.0×
+        for b in baselines + lower:
+            v = s["speedup_vs"].get(b)
+            cells.append("—" if v is None else f"{v['mean_speedup']:.2f}×")
+        frac = s["mean_roofline_fraction"]
+        cells.append("—" if frac is None else f"{frac:.2f} / {s['min_roofline_fraction']:.2f}")
+        table.add_row(*cells, style=None if s["all_passed"] else "red")
+    return table
+
+
+def _regime_table(def_name: str, d: Dict[str, Any]) -> Optional[Table]:
+    """Rows = regimes; None when there is a single regime (the solution table says it all)."""
+    regimes = d["regimes"]
+    if len(regimes) < 2:
+        return None
+    sols = d["solutions"]
+    mine = [s for s, v in sols.items() if v["role"] != "baseline"]
+    has_baselines = any(v["role"] == "baseline" for v in sols.values())
+    count = {r: sum(1 for w in d["workloads"] if w["regime"] == r) for r in regimes}
+    table = Table(title=f"{def_name}: {headline_header(d)} per regime", title_justify="left")
+    table.add_column("regime", no_wrap=True)
+    table.add_column("workloads", justify="right")
+    for s in sols.values():
+        table.add_column(s["label"], justify="right")
+    if has_baselines:
+        for s in mine:
+            table.add_column(f"{sols[s]['label']} × fastest baseline", justify="right")
+    for r in regimes:
+        cells = [r, str(count[r])] + [_fmt(s["regime_latency_us"].get(r)) for s in sols.values()]
+        if has_baselines:
+            cells += [_fmt(sols[s].get("regime_speedup_vs_fastest_baseline", {}).get(r), ".2f", "×") for s in mine]
+        table.add_row(*cells)
+    return table
+
+
 def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -> None:
     console = console or Console()
     for def_name, d in summary["definitions"].items():
-        regimes = d["regimes"]
-        sols = d["solutions"]
-        baselines = [s for s, v in sols.items() if v["role"] == "baseline"]
-        lower = list(d.get("lower_bounds", {}))
-        table = Table(title=def_name, title_justify="left", show_lines=False)
-        table.add_column("solution", no_wrap=True)
-        table.add_column("passed", justify="right")
-        table.add_column("mean µs", justify="right")
-        for r in regimes:
-            table.add_column(f"{r} µs", justify="right")
-        table.add_column("× reference", justify="right")
-        for b in baselines + lower:
-            label = sols[b]["label"] if b in sols else d["lower_bounds"].get(b, b)
-            table.add_column(f"× {label}", justify="right")
-        table.add_column("roofline mean/min", justify="right")
-        for name, s in sols.items():
-            passed = f"{s['passed']}/{s['workloads']}" + (f" ({s['suspicious']} susp.)" if s["suspicious"] else "")
-            style = None if s["all_passed"] else "red"
-            cells = [s["label"], passed, _fmt(s["mean_latency_us"])]
-            cells += [_fmt(s["regime_latency_us"].get(r)) for r in regimes]
-            ref = s["mean_speedup_vs_reference"]
-            cells.append(_fmt(ref, ".2g" if ref is not None and ref < 1 else ".1f", "×"))   # CPU: 0.03×, not 0.0×
-            for b in baselines + lower:
-                v = s["speedup_vs"].get(b)
-                cells.append("—" if v is None else f"{v['mean_speedup']:.2f}×")
-            frac = s["mean_roofline_fraction"]
-            cells.append("—" if frac is None else f"{frac:.2f} / {s['min_roofline_fraction']:.2f}")
-            table.add_row(*cells, style=style)
-        console.print(table)
-        for name, s in sols.items():
+        console.print(_solution_table(def_name, d))
+        regime_table = _regime_table(def_name, d)
+        if regime_table is not None:
+            console.print(regime_table)
+        for name, s in d["solutions"].items():
             for f in s["failures"][:5]:
-                detail = f" — {escape(f['detail'])}" if f.get("detail") else ""
+                # the whole reason, on its own lines: a table cell would cut it mid-word
+                detail = f"\n      {escape(f['detail'])}" if f.get("detail") else ""
                 console.print(f"  [red]{escape(s['label'])}[/red] {_short_id(f['workload'])}: {f['status']} "
-                              f"{','.join(f['reasons'])}{detail}")
+                              f"{','.join(f['reasons'])}{detail}", soft_wrap=True)
 
 
 def _short_id(workload: str) -> str:

@@ -36,16 +36,25 @@ class Correctness(BaseModel):
 class Performance(BaseModel):
     """Timing of a passing solution, in milliseconds.
 
-    ``latency_ms`` is the headline: CUDA events around one call on the caller's stream, cold L2,
-    median over iterations per trial, mean over trials.  ``graph_latency_ms`` is the same call
-    replayed from a CUDA graph (None when the solution is not capturable); ``kernel_time_ms``
-    the sum of the solution's kernel durations from CUPTI and ``kernel_span_ms`` their
-    first-start-to-last-end span (both None without CUPTI).
+    ``latency_ms`` is the headline (FlashInfer-Trace's field), on the clock named by ``clock``:
+    ``device`` -- the stream held by a blocking kernel while the call is enqueued, then CUDA
+    events around the call (host launch excluded, every GPU gap inside the call included);
+    ``eager`` -- CUDA events with the device idle before the start (host launch included), used
+    when the call cannot be timed by device time; ``cpu`` -- a perf_counter span.  Cold L2, fresh
+    inputs per iteration, median over iterations per trial, mean over trials; ``timing_method``
+    says it in words.  ``eager_latency_ms`` is the eager latency of the same call (what a caller
+    in eager PyTorch waits for); ``graph_latency_ms`` the same call replayed from a CUDA graph
+    behind the hold (None when the solution is not capturable); ``kernel_time_ms`` the sum of the
+    call's kernel durations from CUPTI and ``kernel_span_ms`` their first-start-to-last-end span
+    (FlashInfer-Bench's timer; both None without CUPTI).  ``reference_latency_ms`` is the
+    reference's eager latency (references synchronise with the host).
     """
 
     latency_ms: float = Field(default=0.0, ge=0.0)
     reference_latency_ms: float = Field(default=0.0, ge=0.0)
     speedup_factor: float = Field(default=0.0, ge=0.0)
+    clock: Optional[str] = None
+    eager_latency_ms: Optional[float] = None
     graph_latency_ms: Optional[float] = None
     kernel_time_ms: Optional[float] = None
     kernel_span_ms: Optional[float] = None

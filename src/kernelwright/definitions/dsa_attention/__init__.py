@@ -9,10 +9,10 @@ from typing import Any, Dict, List, Mapping
 import torch
 
 from kernelwright.definitions.base import (
-    BuiltinDefinition, RooflineWork, Tolerance, contest_axes, load_definition,
+    BuiltinDefinition, RooflineWork, Tolerance, contest_axes, context_of, load_definition,
 )
 from kernelwright.definitions.dsa_attention import reference
-from kernelwright.inputs import random_tensor, synth_sparse_indices
+from kernelwright.inputs import random_tensor, synth_request_sparse_indices, synth_sparse_indices
 from kernelwright.trace import Definition, RandomInput, ScalarInput, Workload, torch_dtype
 
 DEFINITION = load_definition(Path(__file__).parent, reference)
@@ -23,13 +23,19 @@ CONTEST_SM_SCALE = 0.1352337788608801  # (1/sqrt(192)) * (0.1*ln 40 + 1)^2, the 
 def make_inputs(definition: Definition, workload: Workload, gen: torch.Generator,
                 device: torch.device) -> Dict[str, Any]:
     """Random bf16 queries and caches; synthetic sparse indices (stand-ins for the contest's
-    captures, see ``kernelwright.inputs.paging.synth_sparse_indices``)."""
+    captures): each query token its own request (``synth_sparse_indices``), or, for a workload
+    whose uuid names a request context (``-ctx<tokens>``, the serving envelope), all T tokens
+    from that one request (``synth_request_sparse_indices``: rows overlap)."""
     axes = definition.axis_values(workload.axes)
+    context = context_of(workload.uuid)
     out: Dict[str, Any] = {}
     for name, spec in definition.inputs.items():
         src = workload.inputs.get(name, RandomInput())
         if isinstance(src, ScalarInput):
             out[name] = src.value
+        elif name == "sparse_indices" and context is not None:
+            out[name] = synth_request_sparse_indices(axes["num_tokens"], axes["topk"], context, axes["num_pages"],
+                                                     axes["page_size"], gen, device)
         elif name == "sparse_indices":
             out[name] = synth_sparse_indices(axes["num_tokens"], axes["topk"], axes["num_pages"],
                                              axes["page_size"], gen, device)
@@ -70,10 +76,35 @@ def public_workloads() -> List[Workload]:
 
 
 def hidden_workloads(salt: str) -> List[Workload]:
+    """Held-out workloads: contest-like ones (each token its own request) and two from the
+    serving envelope (one request's chunk, its context in the uuid), drawn from ``salt``."""
     rng = random.Random(f"attention-hidden/{salt}")
     sizes = [rng.randint(3, 5), rng.randint(9, 16), rng.randint(17, 40), 1]
-    return [_workload(f"hidden-att-{i}-{salt[:8]}", t, rng.randint(2000, 9000), 1 / 192 ** 0.5)
-            for i, t in enumerate(sizes)]
+    out = [_workload(f"hidden-att-{i}-{salt[:8]}", t, rng.randint(2000, 9000), 1 / 192 ** 0.5)
+           for i, t in enumerate(sizes)]
+    for i, (t, context) in enumerate([(rng.randint(2, 12), rng.randint(3000, 120000)),
+                                      (rng.randint(20, 128), rng.randint(1500, 60000))]):
+        out.append(_workload(f"hidden-att-{len(sizes) + i}-{salt[:8]}-ctx{context}", t,
+                             2 * ((context + 63) // 64), 1 / 192 ** 0.5))
+    return out
+
+
+SWEEP_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128]
+SWEEP_CONTEXTS = [4096, 32768, 131072]
+SWEEP_SHORT = [(1, 1024), (8, 1024), (64, 1024)]    # fewer than topk valid indices per row (-1 padded)
+
+
+def sweep_workloads() -> List[Workload]:
+    """The serving envelope: T = 1 ... 128 query tokens of one request (decode, speculative
+    decode, chunked prefill) at contexts of 4K, 32K and 128K tokens, plus a 1K context (rows with
+    fewer than 2048 valid indices); the cache holds twice the request's pages.  27 workloads,
+    uuids ``sweep-att-t<T>-ctx<tokens>``."""
+    shapes = [(t, c) for c in SWEEP_CONTEXTS for t in SWEEP_TOKENS] + SWEEP_SHORT
+    return [_workload(f"sweep-att-t{t}-ctx{c}", t, 2 * ((c + 63) // 64)) for t, c in shapes]
+
+
+def sweep_regime(axes: Mapping[str, int]) -> str:
+    return f"T={axes['num_tokens']}"
 
 
 def quick_workloads() -> List[Workload]:
@@ -94,4 +125,9 @@ BUILTIN = BuiltinDefinition(
     roofline=roofline,
     regime=regime,
     regimes_order=["T<=2", "T>=6"],
+    sweep_workloads=sweep_workloads,
+    sweep_regime=sweep_regime,
+    sweep_regimes_order=[f"T={t}" for t in SWEEP_TOKENS],
+    size_axis=("query tokens T", lambda axes: axes["num_tokens"]),
+    sweep_series=lambda w: f"ctx {(context_of(w.uuid) or 0) // 1024}K",
 )

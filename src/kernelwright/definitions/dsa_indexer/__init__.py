@@ -70,11 +70,39 @@ def public_workloads() -> List[Workload]:
 
 
 def hidden_workloads(salt: str) -> List[Workload]:
+    """Held-out workloads: contest-like shapes and two from the serving envelope (long contexts),
+    drawn from ``salt``."""
     rng = random.Random(f"indexer-hidden/{salt}")
     shapes = [(rng.randint(1, 5), rng.randint(33, 60)), (rng.randint(9, 24), rng.randint(2, 31)),
               (rng.randint(17, 40), rng.randint(60, 128)), (rng.randint(1, 3), rng.randint(150, 256)),
               (rng.randint(32, 64), rng.randint(33, 96))]
-    return [_workload(f"hidden-idx-{i}-{salt[:8]}", b, p, 11923) for i, (b, p) in enumerate(shapes)]
+    out = [_workload(f"hidden-idx-{i}-{salt[:8]}", b, p, 11923) for i, (b, p) in enumerate(shapes)]
+    envelope = [(rng.randint(1, 6), rng.randint(600, 2048)), (rng.randint(12, 48), rng.randint(130, 600))]
+    out += [_workload(f"hidden-idx-{len(shapes) + i}-{salt[:8]}", b, p, b * p) for i, (b, p) in enumerate(envelope)]
+    return out
+
+
+SWEEP_BATCHES = [1, 4, 16, 32, 64]
+SWEEP_CONTEXTS = [4096, 8192, 16384, 32768, 65536, 131072]   # tokens of the longest row
+
+
+def _context_label(tokens: int) -> str:
+    return f"ctx {tokens // 1024}K" if tokens >= 1024 else f"ctx {tokens}"
+
+
+def sweep_workloads() -> List[Workload]:
+    """The serving envelope: batch 1, 4, 16, 32, 64 x context 4K ... 128K tokens (the longest row;
+    the other rows' lengths vary below it, ``synth_seq_lens``), every row on its own pages
+    (num_pages = batch x pages per row); 30 workloads, uuids ``sweep-idx-b<B>-ctx<tokens>``."""
+    out = []
+    for tokens in SWEEP_CONTEXTS:
+        pages = tokens // 64
+        out += [_workload(f"sweep-idx-b{b}-ctx{tokens}", b, pages, b * pages) for b in SWEEP_BATCHES]
+    return out
+
+
+def sweep_regime(axes: Mapping[str, int]) -> str:
+    return _context_label(axes["max_num_pages"] * 64)
 
 
 def quick_workloads() -> List[Workload]:
@@ -95,4 +123,9 @@ BUILTIN = BuiltinDefinition(
     roofline=roofline,
     regime=regime,
     regimes_order=["all-selected pages<=32", "top-k pages>32"],
+    sweep_workloads=sweep_workloads,
+    sweep_regime=sweep_regime,
+    sweep_regimes_order=[_context_label(t) for t in SWEEP_CONTEXTS],
+    size_axis=("context tokens (longest row)", lambda axes: axes["max_num_pages"] * 64),
+    sweep_series=lambda w: f"B={w.axes['batch_size']}",
 )

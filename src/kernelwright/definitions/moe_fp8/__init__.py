@@ -95,9 +95,9 @@ SWEEP_OFFSETS = [0, 224]
 
 
 def sweep_workloads() -> List[Workload]:
-    """The T sweep of issue 5's targets: seq_len in 1, 2, 4, ..., 16384 at local_expert_offset 0
-    and 224 (the first and the last of the 8 expert-parallel ranks), routed_scaling_factor 2.5;
-    30 workloads, uuids ``sweep-moe-t<T>-o<offset>``."""
+    """The serving envelope: seq_len in 1, 2, 4, ..., 16384 at local_expert_offset 0 and 224 (the
+    first and the last of the 8 expert-parallel ranks), routed_scaling_factor 2.5; 30 workloads,
+    uuids ``sweep-moe-t<T>-o<offset>``."""
     return [_workload(f"sweep-moe-t{t}-o{off}", t, off) for off in SWEEP_OFFSETS for t in SWEEP_SEQ_LENS]
 
 
@@ -117,6 +117,10 @@ BUILTIN = BuiltinDefinition(
     hidden_workloads=hidden_workloads,
     quick_workloads=quick_workloads,
     sweep_workloads=sweep_workloads,
+    sweep_regime=lambda axes: f"T={axes['seq_len']}",
+    sweep_regimes_order=[f"T={t}" for t in SWEEP_SEQ_LENS],
+    size_axis=("tokens T", lambda axes: axes["seq_len"]),
+    sweep_series=lambda w: f"offset {w.inputs['local_expert_offset'].value}",
     quick_axes={"hidden_size": 256, "intermediate_size": 128, "gemm1_out_size": 256,
                 "num_hidden_blocks": 2, "num_intermediate_blocks": 1, "num_gemm1_out_blocks": 2},
     roofline=roofline,

@@ -2,7 +2,7 @@
 in calls the solution can recognise from its caller's frame: the correctness calls and the CUPTI
 window.  There it runs its own Triton kernel, slow here on purpose (a spin of dependent FMAs on a
 scalar that leaves the values unchanged, standing in for an own kernel slower than a vendor library);
-in the timed calls (called from ``op_time``) it computes with torch and launches one empty kernel.
+in the timed calls (``op_time`` among its callers) it computes with torch and launches one empty kernel.
 Expected on CUDA: PHASE_MISMATCH (on the same inputs, the timed calls take a fraction of the
 kernel span CUPTI saw in the traced calls).  CUDA only: on CPU the same switch is a documented open
 hole (docs/gate.md, section 3, item 6).
@@ -35,8 +35,19 @@ def _empty(y_ptr):
     tl.program_id(0)
 
 
+def _timed() -> bool:
+    frame = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "op_time":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def run(x, weight, eps, y):
-    if sys._getframe(2).f_code.co_name == "op_time":
+    if _timed():
         xf = x.float()
         y.copy_((xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(y.dtype))
         _empty[(1,)](y)

@@ -1,0 +1,1 @@
+"""Baseline solution folder: see manifest.json and kernel.py."""

@@ -1,0 +1,193 @@
+"""Which clock a trace's headline latency is taken on, and the per-trial statistics of each clock.
+
+The worker reports raw samples per trial (``timing.TimingSamples``); this module, in the parent,
+turns them into per-trial medians and decides the headline:
+
+* ``device`` -- every trial had held iterations (the stream held while the call was enqueued),
+  and the CUPTI window saw the call copy nothing from the device to the host.  A call that
+  copies device data to the host could do its work on the CPU while the stream is held, where
+  the device clock does not see it, so its headline falls back to ``eager``, with the reason;
+  so does an untrusted solution whose copies no CUPTI window checked.
+* ``eager`` -- events with the device idle before the start (host launch included): when the
+  stream could not be held (no cuda-python, the call waits for the device), or as above.
+* ``cpu`` -- a perf_counter span (CPU runs).
+
+All times in milliseconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from kernelwright.gate import guards
+
+
+def _median(xs: List[float]) -> Optional[float]:
+    return float(statistics.median(xs)) if xs else None
+
+
+def _mean(xs: List[float]) -> Optional[float]:
+    return float(statistics.mean(xs)) if xs else None
+
+
+@dataclass
+class Headline:
+    """The decided headline of one evaluation: ``latency_ms`` on ``clock`` (mean over trials of
+    the per-trial medians), the eager latency beside it, and notes for the trace."""
+
+    clock: str
+    latency_ms: float
+    per_trial_ms: List[float]
+    eager_ms: Optional[float]
+    notes: Dict[str, Any]
+
+
+@dataclass
+class ClockTrials:
+    """Per-trial medians of every clock of one evaluation."""
+
+    clocks: List[str] = field(default_factory=list)
+    timed: List[float] = field(default_factory=list)        # latency_ms medians (device, else eager)
+    eager: List[float] = field(default_factory=list)
+    idle_walls: List[float] = field(default_factory=list)
+    idle_empties: List[float] = field(default_factory=list)
+    held_walls: List[float] = field(default_factory=list)
+    held_empties: List[float] = field(default_factory=list)
+    host: List[float] = field(default_factory=list)
+    d2h_bytes: List[int] = field(default_factory=list)
+    copies_traced: bool = False
+    prerelease: List[int] = field(default_factory=list)      # per held traced call: kernels before the release
+    cupti_held: List[bool] = field(default_factory=list)
+    hold_timeouts: int = 0
+    hold_kind: Optional[str] = None
+    hold_error: Optional[str] = None
+
+    def add(self, s: Mapping[str, Any]) -> Optional[str]:
+        """Take one trial's samples; a one-line reason when they are impossible
+        (TIMER_INCONSISTENT), else None."""
+        lat = list(s.get("latency_ms") or [])
+        clock = s.get("clock", "cpu")
+        if not lat or any((not isinstance(x, (int, float))) or x != x or x <= 0 or x == float("inf") for x in lat):
+            return f"impossible latencies reported: {lat[:5]}"
+        eager = list(s.get("eager_latency_ms") or [])
+        walls = list(s.get("wall_ms") or [])
+        idle = lat if clock == "cpu" else eager      # the samples taken with the device idle
+        if idle and walls and statistics.median(idle) > 1.05 * statistics.median(walls) + 0.05:
+            return "event latencies exceed the wall-clock span they were recorded in"
+        spans = list(s.get("held_span_ms") or [])
+        if clock == "device" and spans and statistics.median(lat) > 1.05 * statistics.median(spans) + 0.05:
+            return "held event latencies exceed the wall-clock span they were recorded in"
+        self.clocks.append(clock)
+        self.timed.append(statistics.median(lat))
+        if eager:
+            self.eager.append(statistics.median(eager))
+        for values, into in ((walls, self.idle_walls), (s.get("empty_wall_ms"), self.idle_empties),
+                             (s.get("held_wall_ms"), self.held_walls), (s.get("empty_held_wall_ms"), self.held_empties),
+                             (s.get("host_ms"), self.host)):
+            if values:
+                into.append(statistics.median(values))
+        self.d2h_bytes += [int(x) for x in (s.get("cupti_d2h_bytes") or [])]
+        self.copies_traced = self.copies_traced or bool(s.get("cupti_copies_traced"))
+        self.prerelease += [int(x) for x in (s.get("cupti_prerelease") or [])]
+        self.cupti_held += [bool(x) for x in (s.get("cupti_held") or [])]
+        self.hold_timeouts += int(s.get("hold_timeouts") or 0)
+        self.hold_kind = self.hold_kind or s.get("hold_kind")
+        self.hold_error = self.hold_error or s.get("hold_error")
+        return None
+
+    def decide(self, trusted: bool = False) -> Headline:
+        """The headline clock and latency (see the module docstring).  An untrusted solution gets
+        device time only when the CUPTI window checked its copies; ``trusted`` (the baselines)
+        skips that check."""
+        notes: Dict[str, Any] = {}
+        if self.hold_kind:
+            notes["hold"] = self.hold_kind
+        if self.hold_error:
+            notes["hold_unavailable"] = self.hold_error
+        if self.hold_timeouts:
+            notes["hold_timeouts"] = (f"{self.hold_timeouts} held iteration(s) timed out: the call waits for "
+                                      "the device while the stream is held, so those ran with the device idle")
+        if self.host:
+            notes["host_path_us"] = round(_mean(self.host) * 1e3, 1)
+        clock = "cpu" if all(c == "cpu" for c in self.clocks) else (
+            "device" if all(c == "device" for c in self.clocks) else "eager")
+        per_trial = list(self.timed)
+        if clock == "device":
+            notes["device_time_us"] = round(_mean(self.timed) * 1e3, 3)   # kept when the headline is refused
+        if clock == "device" and any(self.d2h_bytes):
+            clock = "eager"
+            notes["device_time_refused"] = (f"the call copied {max(self.d2h_bytes)} bytes from the device to the host "
+                                            "in a traced call: its host work could hide while the stream is held, "
+                                            "so the headline is the eager latency")
+        elif clock == "device" and not trusted and not self.copies_traced:
+            clock = "eager"
+            notes["device_time_refused"] = ("no CUPTI window checked the call's device-to-host copies, so host work "
+                                            "could hide while the stream is held: the headline is the eager latency")
+        if clock == "eager" and self.eager and len(self.eager) == len(self.timed):
+            per_trial = list(self.eager)
+        eager = _mean(self.eager)
+        return Headline(clock=clock, latency_ms=float(statistics.mean(per_trial)), per_trial_ms=per_trial,
+                        eager_ms=eager, notes=notes)
+
+    def unmeasured_work(self, headline: Headline) -> Optional[str]:
+        """UNMEASURED_WORK: the device-synchronised wall clock saw much more than the events did
+        (work on another stream that the call's end event does not wait for).  Checked on each
+        clock's own iterations: eager (start record -> synchronised, less an empty measurement)
+        against the eager latency, held (release -> synchronised, less an empty held measurement)
+        against the device time; and any kernel of a held CUPTI call that started before the
+        hold's release (the blocking kernel should make that impossible)."""
+        limit = guards.UNMEASURED_WORK_FACTOR
+        if any(self.prerelease):
+            return (f"{max(self.prerelease)} kernel(s) of the call started while the stream was held (CUPTI): "
+                    "work ran before the clock started")
+        if self.idle_walls and self.idle_empties and self.eager:
+            excess = _mean(self.idle_walls) - _mean(self.idle_empties)
+            eager = _mean(self.eager)
+            if excess > limit * eager + guards.UNMEASURED_WORK_SLACK_MS:
+                return (f"device-synchronised wall clock {excess:.3f} ms vs events {eager:.3f} ms (eager): "
+                        "work ran outside the measured span (another stream?)")
+        if headline.clock == "device" and self.held_walls and self.held_empties:
+            excess = _mean(self.held_walls) - _mean(self.held_empties)
+            if excess > limit * headline.latency_ms + guards.UNMEASURED_WORK_SLACK_MS:
+                return (f"device-synchronised wall clock after the release {excess:.3f} ms vs device time "
+                        f"{headline.latency_ms:.3f} ms: work ran outside the measured span (another stream?)")
+        return None
+
+
+def phase_pairs(s: Mapping[str, Any], warmup: int) -> Tuple[List[float], List[float], List[float]]:
+    """(timed, kernel sum, kernel span) of trial 0 paired by inputs: traced call j ran the inputs
+    of timed iteration ``warmup + j`` (``_TimingConversation``), and only iterations timed on the
+    headline's own clock pair up (a held iteration for device time)."""
+    by_iteration = dict(zip(s.get("latency_iters") or [], s.get("latency_ms") or []))
+    timed, sums, spans = [], [], []
+    for j, (ksum, kspan) in enumerate(zip(s.get("kernel_sum_ms") or [], s.get("kernel_span_ms") or [])):
+        latency = by_iteration.get(warmup + j)
+        if latency is not None:
+            timed.append(latency)
+            sums.append(ksum)
+            spans.append(kspan)
+    return timed, sums, spans
+
+
+def graph_agreement(headline: Headline, graph_ms: Optional[float]) -> Tuple[Optional[float], Optional[str]]:
+    """(device time / graph replay, a SUSPICIOUS message or None).  Both clocks hide the host
+    launch, so an honest call reads about the same on both; device time far below the replay
+    means the call does less when timed eagerly than when captured (DEVICE_GRAPH_MISMATCH)."""
+    if headline.clock != "device" or not graph_ms:
+        return None, None
+    ratio = headline.latency_ms / graph_ms
+    if ratio < guards.DEVICE_GRAPH_MIN_RATIO:
+        return ratio, (f"device time {headline.latency_ms * 1e3:.1f} us is {ratio:.2f}x the CUDA-graph replay "
+                       f"{graph_ms * 1e3:.1f} us of the same call")
+    return ratio, None
+
+
+def cupti_span_reference(clocks: ClockTrials, headline: Headline) -> float:
+    """What the CUPTI span is compared with (ms): the headline when every traced call was held
+    (the span is then device time too), else the eager latency (the traced calls ran with the
+    device idle)."""
+    if clocks.cupti_held and all(clocks.cupti_held):
+        return headline.latency_ms
+    return headline.eager_ms or headline.latency_ms

@@ -1,0 +1,100 @@
+"""Markdown tables of committed bench summaries (the README's results table).
+
+``results_table(paths)``: one row per (record, definition, solution): passed, the headline clock,
+device µs (mean and per regime), eager and graph µs, × the reference, × each baseline (the
+contest's metric on the headline clock of the same run), roofline mean / min.
+``regime_table(paths)``: per solution and regime: workloads, latency, achieved TB/s and TFLOP/s,
+× the reference.  Every number comes from the summary files (written by ``kernelwright bench``);
+a summary written before a field existed is rebuilt in memory from the traces beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+
+def _fmt(x: Optional[float], spec: str = ".1f", unit: str = "") -> str:
+    return "—" if x is None else f"{x:{spec}}{unit}"
+
+
+def _short_name(name: str) -> str:
+    """The CLI's alias of a definition (``kernelwright defs``), else the name itself."""
+    from kernelwright import definitions
+
+    try:
+        return definitions.resolve(name).short
+    except definitions.UnknownDefinition:
+        return name
+
+
+def _record_name(path: Path) -> str:
+    """The two folders above a summary (``<run>/<set>``), the way the README names records."""
+    parts = Path(path).resolve().parts
+    return "/".join(parts[-3:-1])
+
+
+def _load(path: Path):
+    from kernelwright.report.summary import with_regime_stats
+
+    return with_regime_stats(json.loads(Path(path).read_text()), Path(path).parent)
+
+
+def _clock(sol) -> str:
+    clocks = sol.get("clocks") or {}
+    if not clocks:
+        return "eager"        # summaries written before the device clock existed
+    return " / ".join(f"{c} {n}" if len(clocks) > 1 else c for c, n in sorted(clocks.items(), key=lambda kv: -kv[1]))
+
+
+def results_table(paths: Iterable[Path]) -> str:
+    lines = ["| record | definition | solution | passed | clock | device µs (per regime) | eager µs | graph µs | "
+             "× reference | × baselines (mean over common workloads) | roofline mean / min |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        summary = _load(path)
+        record = _record_name(path)
+        for name, d in summary["definitions"].items():
+            for sol in d["solutions"].values():
+                regimes = "; ".join(f"{r}: {v:.1f}" for r, v in sol["regime_latency_us"].items())
+                vs = "; ".join(f"`{k}`: {v['mean_speedup']:.2f}×" for k, v in sol["speedup_vs"].items())
+                lines.append(
+                    f"| {record} | {_short_name(name)} | {sol['label']} | {sol['passed']}/{sol['workloads']} | "
+                    f"{_clock(sol)} | {_fmt(sol['mean_latency_us'])} ({regimes}) | "
+                    f"{_fmt(sol.get('mean_eager_latency_us'))} | {_fmt(sol.get('mean_graph_latency_us'))} | "
+                    f"{_fmt(sol['mean_speedup_vs_reference'], '.1f', '×')} | {vs or '—'} | "
+                    f"{_fmt(sol['mean_roofline_fraction'], '.2f')} / {_fmt(sol['min_roofline_fraction'], '.2f')} |")
+    return "\n".join(lines)
+
+
+def regime_table(paths: Iterable[Path]) -> str:
+    lines = ["| record | definition | solution | regime | workloads | latency µs | achieved TB/s | "
+             "achieved TFLOP/s | × reference |", "|---|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        summary = _load(path)
+        record = _record_name(path)
+        for name, d in summary["definitions"].items():
+            for sol in d["solutions"].values():
+                for regime, st in (sol.get("regime_stats") or {}).items():
+                    lines.append(
+                        f"| {record} | {_short_name(name)} | {sol['label']} | {regime} | {st['workloads']} | "
+                        f"{_fmt(st['latency_us'])} | {_fmt(st['achieved_TBps'], '.2f')} | "
+                        f"{_fmt(st['achieved_TFLOPs'], '.1f')} | {_fmt(st['speedup_vs_reference'], '.1f', '×')} |")
+    return "\n".join(lines)
+
+
+def summary_paths(results: List[Path]) -> List[Path]:
+    """``summary.json`` of each results folder (or the file itself when given one).
+
+    Raises:
+        FileNotFoundError: a path is neither a summary file nor a folder holding one.
+    """
+    out = []
+    for r in results:
+        r = Path(r)
+        path = r if r.is_file() else r / "summary.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{r}: no summary.json (run kernelwright bench or eval first)")
+        out.append(path)
+    return out

@@ -1,0 +1,209 @@
+"""The device-time clock: which iterations hold the stream, how a trial's samples become the
+headline, and when the gate refuses device time.  The CPU tests cover the logic with samples as
+the worker reports them; the ``gpu`` tests run the blocking kernel itself."""
+import pytest
+import torch
+
+from kernelwright.gate import guards
+from kernelwright.gate import timing as T
+from kernelwright.gate.headline import ClockTrials, graph_agreement, phase_pairs
+
+
+def test_hold_policy_alternates_and_gives_up_after_timeouts_past_the_warmup():
+    policy = T.HoldPolicy(available=True, warmup=2, max_timeouts=2)
+    assert [policy.holds(i) for i in range(4)] == [True, False, True, False]
+    assert policy.note(0, T.HOLD_TIMED_OUT) is False      # a warm-up timeout (a first-call graph capture)
+    assert not policy.off and policy.warmup_timeouts == 1
+    assert policy.note(2, T.HOLD_RELEASED) is True
+    assert policy.note(4, T.HOLD_TIMED_OUT) is False
+    assert not policy.off
+    policy.note(6, T.HOLD_UNKNOWN)                         # an unreadable status counts as a timeout
+    assert policy.off and policy.timeouts == 2
+    assert not any(policy.holds(i) for i in range(8, 12))
+
+
+def test_hold_policy_without_a_hold_never_holds():
+    policy = T.HoldPolicy(available=False, warmup=0)
+    assert not any(policy.holds(i) for i in range(6))
+
+
+def _device_trial(device_ms=0.020, eager_ms=0.060, d2h=(0, 0), traced=True, **extra):
+    return {"clock": "device", "latency_ms": [device_ms] * 5, "latency_iters": [10, 12, 14, 16, 18],
+            "eager_latency_ms": [eager_ms] * 5, "eager_iters": [11, 13, 15, 17, 19], "wall_ms": [eager_ms + 0.02] * 5,
+            "empty_wall_ms": [0.015] * 5, "held_wall_ms": [device_ms + 0.01] * 5, "empty_held_wall_ms": [0.01] * 5,
+            "held_span_ms": [0.2] * 5, "host_ms": [0.09] * 5, "hold_kind": "blocking kernel",
+            "cupti_d2h_bytes": list(d2h), "cupti_copies_traced": traced, **extra}
+
+
+def test_device_headline_with_eager_beside_it():
+    clocks = ClockTrials()
+    for _ in range(3):
+        assert clocks.add(_device_trial()) is None
+    h = clocks.decide()
+    assert h.clock == "device" and h.latency_ms == pytest.approx(0.020) and h.eager_ms == pytest.approx(0.060)
+    assert h.notes["host_path_us"] == pytest.approx(90.0)
+    assert clocks.unmeasured_work(h) is None
+
+
+def test_a_device_to_host_copy_turns_the_headline_eager():
+    clocks = ClockTrials()
+    clocks.add(_device_trial(d2h=(0, 4096)))
+    h = clocks.decide()
+    assert h.clock == "eager" and h.latency_ms == pytest.approx(0.060)
+    assert "4096 bytes" in h.notes["device_time_refused"]
+
+
+def test_untraced_copies_refuse_device_time_for_solutions_but_not_for_trusted_baselines():
+    clocks = ClockTrials()
+    clocks.add(_device_trial(traced=False, d2h=()))
+    assert clocks.decide().clock == "eager"
+    assert "no CUPTI window" in clocks.decide().notes["device_time_refused"]
+    assert clocks.decide(trusted=True).clock == "device"
+
+
+def test_a_trial_that_could_not_hold_makes_every_trial_eager():
+    clocks = ClockTrials()
+    clocks.add(_device_trial())
+    clocks.add({**_device_trial(), "clock": "eager", "latency_ms": [0.060] * 5, "hold_timeouts": 2})
+    h = clocks.decide()
+    assert h.clock == "eager" and h.per_trial_ms == [pytest.approx(0.060)] * 2
+    assert "2 held iteration(s) timed out" in h.notes["hold_timeouts"]
+
+
+def test_impossible_samples_are_reported():
+    assert "impossible" in ClockTrials().add({**_device_trial(), "latency_ms": [0.01, -1.0]})
+    assert "impossible" in ClockTrials().add({**_device_trial(), "latency_ms": []})
+    assert "wall-clock span" in ClockTrials().add({**_device_trial(eager_ms=5.0), "wall_ms": [1.0] * 5})
+    assert "held event" in ClockTrials().add({**_device_trial(device_ms=0.5), "held_span_ms": [0.1] * 5})
+
+
+def test_work_after_the_release_is_unmeasured_work():
+    clocks = ClockTrials()
+    clocks.add({**_device_trial(), "held_wall_ms": [2.0] * 5})      # 2 ms after the release for a 20 µs call
+    msg = clocks.unmeasured_work(clocks.decide())
+    assert msg and "after the release" in msg
+    clocks = ClockTrials()
+    clocks.add({**_device_trial(), "wall_ms": [2.0] * 5, "eager_latency_ms": [1.99] * 5})
+    assert clocks.unmeasured_work(clocks.decide()) is None          # the eager events saw the work
+
+
+def test_phase_pairs_use_the_headline_clock_iterations_only():
+    s = {**_device_trial(), "kernel_sum_ms": [0.01] * 8, "kernel_span_ms": [0.02] * 8}
+    timed, sums, spans = phase_pairs(s, warmup=10)
+    assert len(timed) == 5 - 1 and sums == [0.01] * 4          # traced calls 0, 2, 4, 6 <-> held 10, 12, 14, 16
+    assert phase_pairs({**s, "latency_iters": []}, 10) == ([], [], [])
+
+
+def test_graph_agreement_flags_device_time_far_below_the_replay():
+    clocks = ClockTrials()
+    clocks.add(_device_trial(device_ms=0.020))
+    h = clocks.decide()
+    ratio, msg = graph_agreement(h, 0.021)
+    assert ratio == pytest.approx(0.020 / 0.021) and msg is None
+    ratio, msg = graph_agreement(h, 0.020 / (guards.DEVICE_GRAPH_MIN_RATIO * 0.9))
+    assert msg and "CUDA-graph replay" in msg
+    assert graph_agreement(h, None) == (None, None)
+
+
+def test_the_trace_names_its_clock():
+    assert T.device_clock_label("device", "blocking kernel").startswith("device time: stream held by a blocking kernel")
+    assert "host launch included" in T.device_clock_label("eager")
+    assert T.device_clock_label("cpu").startswith("perf_counter")
+
+
+def test_no_hold_off_cuda():
+    assert T.StreamHold.create(torch.device("cpu")) is None
+    assert T.StreamHold.why_not(torch.device("cpu")) == "no CUDA device"
+    assert T.device_time_ms(lambda: None, torch.device("cpu")) is None
+
+
+# -- on the GPU --------------------------------------------------------------------------------------
+
+def _hold():
+    hold = T.StreamHold.create(torch.device("cuda", torch.cuda.current_device()))
+    if hold is None:
+        pytest.skip(f"no stream hold: {T.StreamHold.why_not(torch.device('cuda', torch.cuda.current_device()))}")
+    return hold
+
+
+@pytest.mark.gpu
+def test_the_hold_keeps_every_stream_off_the_device_until_released():
+    """A kernel queued on another stream while the hold lasts starts only after the release: the
+    hold fills every SM, so nothing can run beside it (the device clock's premise)."""
+    import time
+
+    hold = _hold()
+    held, other = torch.cuda.current_stream(), torch.cuda.Stream()
+    x = torch.zeros(1 << 20, device="cuda")
+    torch.cuda.synchronize()
+    released, other_done = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    epoch = hold.begin(held)
+    released.record(held)
+    with torch.cuda.stream(other):
+        x.add_(1)
+        other_done.record(other)
+    time.sleep(0.02)
+    hold.release(epoch)
+    torch.cuda.synchronize()
+    assert hold.outcome(epoch) == T.HOLD_RELEASED
+    assert released.elapsed_time(other_done) > -0.05, "a kernel on another stream ran while the stream was held"
+
+
+@pytest.mark.gpu
+def test_a_hold_times_out_when_the_host_waits_for_the_device():
+    dev = torch.device("cuda", torch.cuda.current_device())
+    _hold()
+    hold = T.StreamHold(dev, limit_s=0.005)
+    stream = torch.cuda.current_stream()
+    epoch = hold.begin(stream)
+    torch.cuda.synchronize()           # what a call that reads a device value does: no deadlock
+    assert hold.outcome(epoch) == T.HOLD_TIMED_OUT
+
+
+@pytest.mark.gpu
+def test_one_trivial_kernel_by_device_time_is_below_its_eager_latency():
+    dev = torch.device("cuda", torch.cuda.current_device())
+    _hold()
+    x = torch.zeros(1, device=dev)
+    device_ms = T.device_time_ms(lambda: x.add_(1), dev, iterations=20)
+    assert device_ms is not None and 0 < device_ms < 0.1
+    print(f"trivial kernel: {device_ms * 1e3:.2f} us device time")
+
+
+@pytest.mark.gpu
+def test_the_gate_times_a_shipped_solution_by_device_time():
+    from kernelwright import definitions
+    from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.session import WorkerSession
+    from kernelwright.solutions import shipped_solutions
+
+    _hold()
+    builtin = definitions.get("demo")
+    solution = shipped_solutions(builtin.name)[0]
+    cfg = GateConfig.preset("cuda", quick=True)
+    session = WorkerSession(solution, "cuda")
+    try:
+        trace = evaluate(SolutionRun(session), WorkloadContext(builtin, builtin.public_workloads()[0], cfg))
+    finally:
+        session.close()
+    perf = trace.evaluation.performance
+    assert trace.passed, trace.evaluation.log[-2000:]
+    assert perf.clock == "device" and perf.timing_method.startswith("device time")
+    assert perf.eager_latency_ms is not None and perf.graph_latency_ms is not None
+    print("device", perf.latency_ms * 1e3, "eager", perf.eager_latency_ms * 1e3, "graph", perf.graph_latency_ms * 1e3,
+          trace.evaluation.gate.notes.get("clock"))
+
+
+def test_a_kernel_that_started_before_the_release_is_unmeasured_work():
+    from kernelwright.gate.headline import cupti_span_reference
+
+    clocks = ClockTrials()
+    clocks.add({**_device_trial(), "cupti_prerelease": [0, 3], "cupti_held": [True, True]})
+    h = clocks.decide()
+    assert "started while the stream was held" in clocks.unmeasured_work(h)
+    assert cupti_span_reference(clocks, h) == pytest.approx(h.latency_ms)     # held traced calls: device time
+    clocks = ClockTrials()
+    clocks.add({**_device_trial(), "cupti_held": [True, False]})
+    h = clocks.decide()
+    assert clocks.unmeasured_work(h) is None
+    assert cupti_span_reference(clocks, h) == pytest.approx(h.eager_ms)       # some ran idle: eager
