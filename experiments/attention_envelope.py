@@ -4,14 +4,13 @@ of the working tree's kernel, main's shipped kernel and the library baselines.
     PYTHONPATH=src python experiments/attention_envelope.py --out $OUT [--main-kernel FILE]
         [--budget 270] [--no-sweep] [--smoke]
 
-Cases (``dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64``, 16 heads, topk 2048):
-  * envelope: T = 1, 2, 3, 4, 6, 8, 16, 32, 64, 128 rows of ONE request of context
-    L = 4K, 32K, 128K tokens, its pages distinct and scattered in an 8462-page cache; row t sits
-    at causal position L - T + t and selects min(2048, position + 1) distinct tokens among its
-    first position + 1, in random order (``one_request_indices``), so the rows overlap heavily;
-  * short: L = 1536 (fewer than 2048 valid ids, -1 padded) at a few T;
-  * contest: the definition's own ``make_inputs`` (each row its own request): the contest
-    workloads for T <= 8, 8462 pages for T >= 16.
+Cases (``dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64``, 16 heads, topk 2048), inputs
+from the definition's ``make_inputs``:
+  * envelope: the definition's serving envelope (``sweep_workloads``: the last T positions of
+    ONE request of context 4K / 32K / 128K tokens, pages scattered in a cache of twice the
+    request's pages, rows overlapping; plus a 1K context, rows short of topk, -1 padded),
+    completed to T = 1, 2, 3, 4, 6, 8, 16, 32, 64, 128 at every context;
+  * contest: each row its own request: the contest workloads for T <= 8, 8462 pages beyond.
 
 Variants: ``new`` (this tree's ``kernelwright.solutions.dsa_attention_triton``), ``main`` (main's
 shipped kernel.py: ``--main-kernel FILE``, else ``git show main:...`` when run in a checkout,
@@ -56,6 +55,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 
 from kernelwright.definitions import get as get_definition
+from kernelwright.definitions.base import context_of
 from kernelwright.gate.checkers import check_outputs
 from kernelwright.inputs import make_generator
 from kernelwright.trace import Workload
@@ -64,9 +64,7 @@ HEADS, D_CKV, D_KPE, PAGE, TOPK = 16, 512, 64, 64, 2048
 KV_ROW_BYTES = (D_CKV + D_KPE) * 2
 HBM_TBPS = 4.27
 ENVELOPE_T = [1, 2, 3, 4, 6, 8, 16, 32, 64, 128]
-ENVELOPE_L = [4096, 32768, 131072]
-SHORT_L, SHORT_T = 1536, [1, 4, 16, 64]
-CACHE_PAGES = 8462          # the contest's largest cache
+CONTEST_PAGES = 8462        # the contest's largest cache
 FLUSH_BYTES = 256 << 20
 SLEEP_CYCLES = 500_000      # ~250 us at the H200's ~1.98 GHz
 POOL = 4
@@ -75,59 +73,37 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # ------------------------------------------------------------------------------------ inputs
-def one_request_indices(num_tokens: int, context: int, topk: int, page_size: int,
-                        num_pages: int, gen: torch.Generator, device) -> torch.Tensor:
-    """[num_tokens, topk] int32 global token ids (page*page_size + slot) for the last
-    ``num_tokens`` positions of ONE request of ``context`` tokens.
-
-    The request's ceil(context / page_size) pages are distinct pages of the cache in random
-    order.  Row t sits at causal position p = context - num_tokens + t and selects
-    min(topk, p + 1) distinct positions among 0..p in random order, then -1 up to topk (a row
-    with p < 0 is all -1).
-
-    Raises ValueError when the cache has fewer than ceil(context / page_size) pages.
-    """
-    pages_needed = -(-context // page_size)
-    if pages_needed > num_pages:
-        raise ValueError(f"context {context} needs {pages_needed} pages, cache has {num_pages}")
-    pages = torch.randperm(num_pages, generator=gen, device=device)[:pages_needed]
-    token_ids = (pages[:, None] * page_size
-                 + torch.arange(page_size, device=device)).reshape(-1)[:context]
-    position = context - num_tokens + torch.arange(num_tokens, device=device)
-    scores = torch.rand((num_tokens, context), generator=gen, device=device)
-    allowed = torch.arange(context, device=device)[None, :] <= position[:, None]
-    scores = scores.masked_fill(~allowed, -1.0)
-    count = min(topk, context)
-    top = scores.topk(count, dim=1)
-    chosen = torch.where(top.values >= 0, token_ids[top.indices], -1)
-    out = torch.full((num_tokens, topk), -1, dtype=torch.int32, device=device)
-    out[:, :count] = chosen.to(torch.int32)
-    return out
-
-
 class Case:
-    """One shape: the shared KV caches, a pool of draws of the small inputs with their
-    reference outputs, two buffer sets whose small inputs are refreshed from the pool, and their
-    (poisoned) outputs."""
+    """One workload: the KV caches of its first draw, a pool of draws of the small inputs with
+    their reference outputs, two buffer sets whose small inputs are refreshed from the pool,
+    and their (poisoned) outputs."""
 
     SMALL = ("q_nope", "q_pe", "sparse_indices")
 
-    def __init__(self, label: str, kind: str, tokens: int, context: Optional[int],
-                 make_small: Callable[[int], Dict[str, torch.Tensor]], caches, sm_scale, reference):
-        self.label, self.kind, self.tokens, self.context = label, kind, tokens, context
-        self.caches = caches
-        self.sm_scale = sm_scale
-        self.pool = [make_small(j) for j in range(POOL)]
-        self.expected = [reference(**self.inputs_of(d)) for d in self.pool]
+    def __init__(self, builtin, workload: Workload, seed: int, device):
+        axes = builtin.definition.axis_values(workload.axes)
+        self.tokens = axes["num_tokens"]
+        self.context = context_of(workload.uuid)
+        self.kind = "contest" if self.context is None else ("short" if self.context < axes["topk"] else "envelope")
+        self.label = "contest" if self.context is None else (
+            f"ctx{self.context // 1024}K" if self.context % 1024 == 0 else f"ctx{self.context}")
+        self.pool, self.caches, self.sm_scale = [], None, None
+        for j in range(POOL):
+            draw = builtin.make_inputs(builtin.definition, workload, make_generator(seed * 10 + j, device), device)
+            self.pool.append({n: draw[n] for n in self.SMALL})
+            if self.caches is None:  # draw 0's caches serve every draw (same shapes: its ids stay valid)
+                self.caches = {n: draw[n] for n in ("ckv_cache", "kpe_cache")}
+                self.sm_scale = draw["sm_scale"]
+            del draw
+        self.expected = [builtin.reference(**self.inputs_of(d)) for d in self.pool]
         self.sets = [{n: self.pool[0][n].clone() for n in self.SMALL} for _ in range(2)]
-        dev = caches["ckv_cache"].device
-        self.outs = [(torch.empty((tokens, HEADS, D_CKV), dtype=torch.bfloat16, device=dev),
-                      torch.empty((tokens, HEADS), dtype=torch.float32, device=dev))
+        self.outs = [(torch.empty((self.tokens, HEADS, D_CKV), dtype=torch.bfloat16, device=device),
+                      torch.empty((self.tokens, HEADS), dtype=torch.float32, device=device))
                      for _ in range(2)]
         self.draw_of = [0, 0]
-        valid = torch.cat([d["sparse_indices"][d["sparse_indices"] >= 0] for d in self.pool[:1]])
-        self.unique_bytes = float(torch.unique(valid).numel()) * KV_ROW_BYTES
-        self.valid_per_row = float((self.pool[0]["sparse_indices"] >= 0).sum()) / max(tokens, 1)
+        idx = self.pool[0]["sparse_indices"]
+        self.unique_bytes = float(torch.unique(idx[idx >= 0]).numel()) * KV_ROW_BYTES
+        self.valid_per_row = float((idx >= 0).sum()) / max(self.tokens, 1)
 
     def inputs_of(self, small):
         return dict(q_nope=small["q_nope"], q_pe=small["q_pe"], ckv_cache=self.caches["ckv_cache"],
@@ -152,42 +128,24 @@ class Case:
         return "ok" if res.passed else f"{res.reason}: {res.detail}"
 
 
-def random_caches(num_pages: int, gen, device):
-    return {"ckv_cache": torch.randn((num_pages, PAGE, D_CKV), generator=gen, device=device).to(torch.bfloat16),
-            "kpe_cache": torch.randn((num_pages, PAGE, D_KPE), generator=gen, device=device).to(torch.bfloat16)}
-
-
-def envelope_case(builtin, caches, tokens, context, seed, device):
-    num_pages = caches["ckv_cache"].shape[0]
-
-    def make_small(j):
-        gen = make_generator(seed * 10 + j, device)
-        return {"q_nope": torch.randn((tokens, HEADS, D_CKV), generator=gen, device=device).to(torch.bfloat16),
-                "q_pe": torch.randn((tokens, HEADS, D_KPE), generator=gen, device=device).to(torch.bfloat16),
-                "sparse_indices": one_request_indices(tokens, context, TOPK, PAGE, num_pages, gen, device)}
-    kind = "short" if context < TOPK else "envelope"
-    label = f"L={context // 1024}K" if context % 1024 == 0 else f"L={context}"
-    return Case(label, kind, tokens, context, make_small, caches, 1 / 192 ** 0.5, builtin.reference)
-
-
-def contest_case(builtin, tokens, seed, device):
-    public = [w for w in builtin.public_workloads() if w.axes["num_tokens"] == tokens]
-    if public:
-        w = public[0]
-    else:
-        base = builtin.public_workloads()[0]
-        w = Workload(uuid=f"contest-style-t{tokens}", axes={"num_tokens": tokens, "num_pages": CACHE_PAGES},
-                     inputs=dict(base.inputs))
-    small, caches, sm_scale = [], None, None
-    for j in range(POOL):
-        draw = builtin.make_inputs(builtin.definition, w, make_generator(seed * 10 + j, device), device)
-        small.append({n: draw[n] for n in Case.SMALL})
-        if caches is None:  # draw 0's caches serve every draw (same shapes, so its ids stay valid)
-            caches = {n: draw[n] for n in ("ckv_cache", "kpe_cache")}
-            sm_scale = draw["sm_scale"]
-        del draw
-    return Case("contest", "contest", tokens, None, lambda j: small[j], caches, sm_scale,
-                builtin.reference)
+def workloads(builtin, sweep: List[Workload]) -> List[Workload]:
+    """The serving envelope ``sweep`` (one request's T rows, its context in the uuid: the
+    definition's ``sweep_workloads``) completed to ENVELOPE_T at every context of at least
+    topk tokens, then contest-style rows: the contest workloads for T <= 8, CONTEST_PAGES pages
+    for larger T."""
+    template = dict((sweep or builtin.public_workloads())[0].inputs)
+    have = {(w.axes["num_tokens"], context_of(w.uuid)) for w in sweep}
+    contexts = sorted({c for _, c in have if c is not None and c >= TOPK})
+    extra = [Workload(uuid=f"envelope-att-t{t}-ctx{c}", axes={"num_tokens": t, "num_pages": 2 * -(-c // PAGE)},
+                      inputs=template)
+             for c in contexts for t in ENVELOPE_T if (t, c) not in have]
+    out = sorted(sweep + extra, key=lambda w: (context_of(w.uuid), w.axes["num_tokens"]))
+    public = builtin.public_workloads()
+    for t in ENVELOPE_T:
+        first = next((w for w in public if w.axes["num_tokens"] == t), None)
+        out.append(first or Workload(uuid=f"contest-style-t{t}", axes={"num_tokens": t, "num_pages": CONTEST_PAGES},
+                                     inputs=dict(public[0].inputs)))
+    return out
 
 
 # ------------------------------------------------------------------------------------ timing
@@ -518,9 +476,9 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter, tiny sizes)")
     args = ap.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    global TOPK, ENVELOPE_T, ENVELOPE_L, SHORT_L, SHORT_T, CACHE_PAGES
+    global TOPK, ENVELOPE_T, CONTEST_PAGES
     if args.smoke:
-        TOPK, ENVELOPE_T, ENVELOPE_L, SHORT_L, SHORT_T, CACHE_PAGES = 64, [1, 16], [256], 40, [2], 12
+        TOPK, ENVELOPE_T, CONTEST_PAGES = 64, [1, 16], 12
     from kernelwright.solutions.dsa_attention_triton import kernel as K
 
     device = torch.device("cpu" if args.smoke else "cuda")
@@ -544,16 +502,16 @@ def main():
             else:
                 variants.append(v)
 
-    caches = random_caches(CACHE_PAGES, make_generator(7, device), device)
-    case_specs = [("envelope", t, l) for l in ENVELOPE_L for t in ENVELOPE_T] + \
-                 [("short", t, SHORT_L) for t in SHORT_T] + [("contest", t, None) for t in ENVELOPE_T]
     cases = []
-    for i, (kind, t, l) in enumerate(case_specs):
+    chosen = workloads(builtin, get_definition("attention").sweep_workloads())
+    if args.smoke:
+        chosen = [w for w in chosen if w.axes["num_tokens"] in ENVELOPE_T
+                  and (context_of(w.uuid) or 0) <= 4096][:5]
+    for i, w in enumerate(chosen):
         try:
-            cases.append(contest_case(builtin, t, 500 + i, device) if kind == "contest"
-                         else envelope_case(builtin, caches, t, l, 100 + i, device))
+            cases.append(Case(builtin, w, 100 + i, device))
         except Exception as exc:
-            print(f"case {kind} T={t} L={l}: inputs failed: {type(exc).__name__}: {exc}", flush=True)
+            print(f"case {w.uuid}: inputs failed: {type(exc).__name__}: {exc}", flush=True)
     print(f"{len(cases)} cases ready at {time.time() - r.t0:.1f} s", flush=True)
     if not args.smoke:
         precompile(K, cases, lambda c: [None])
@@ -568,7 +526,7 @@ def main():
             r.record(case, v)
     if not args.no_sweep:
         picks = [c for c in cases if (c.kind == "contest" and c.tokens <= 8)
-                 or (c.kind == "envelope" and c.tokens >= 16 and c.context in ENVELOPE_L[-2:])]
+                 or (c.kind == "envelope" and c.tokens >= 16 and c.context >= 32768)]
         if not args.smoke:
             precompile(K, picks, lambda c: sweep_configs(K, c.tokens))
         for case in picks:

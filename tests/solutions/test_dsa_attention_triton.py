@@ -9,7 +9,6 @@ gate's checker.  The ``gpu`` tests run the contest and serving-envelope sizes on
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -23,7 +22,7 @@ import torch
 import kernelwright
 from kernelwright.definitions import get
 from kernelwright.gate.checkers import check_outputs
-from kernelwright.inputs import make_generator
+from kernelwright.inputs import make_generator, synth_request_sparse_indices
 from kernelwright.solutions import load_solution_folder
 from kernelwright.solutions.dsa_attention_triton import kernel as K
 from kernelwright.trace import Workload
@@ -75,22 +74,14 @@ def _run_and_check(b, inputs, config=None) -> None:
     _gate_check(b, out, lse, inputs)
 
 
-def _envelope_module():
-    path = Path(__file__).resolve().parents[2] / "experiments" / "attention_envelope.py"
-    spec = importlib.util.spec_from_file_location("attention_envelope", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _one_request_inputs(b, tokens, context, pages, seed, device="cpu", definition=None):
     """Inputs whose rows are the last ``tokens`` positions of one request (overlapping
-    selections, see experiments/attention_envelope.py)."""
+    selections: the serving envelope's ``synth_request_sparse_indices``)."""
     defn = definition or b.definition
     inputs = _inputs(b, _workload(b, tokens, pages), seed, device, defn)
     topk = inputs["sparse_indices"].shape[1]
-    inputs["sparse_indices"] = _envelope_module().one_request_indices(
-        tokens, context, topk, inputs["ckv_cache"].shape[1], pages,
+    inputs["sparse_indices"] = synth_request_sparse_indices(
+        tokens, topk, context, pages, inputs["ckv_cache"].shape[1],
         make_generator(seed + 1, device), device)
     return inputs
 
