@@ -65,6 +65,11 @@ for stage in "$@"; do
     variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/${VAR_NAME:-variants}
       vdir=/tmp/records/${VAR_NAME:-variants}; mkdir -p $vdir
       timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+    attnenv) # experiments/attention_envelope.py (ATTN_ARGS); MAIN_KERNEL: main's attention kernel.py
+             # staged in the tree (no git here), e.g. git show 0f06bfa:src/kernelwright/solutions/dsa_attention_triton/kernel.py
+      mkdir -p "$OUT/attention-envelope"
+      timeout ${ATTN_TIMEOUT:-300} python3 experiments/attention_envelope.py --out "$OUT/attention-envelope" \
+        ${MAIN_KERNEL:+--main-kernel $MAIN_KERNEL} ${ATTN_ARGS:-} 2>&1 | tail -${ATTN_TAIL:-90};;
     ncu) # Nsight Compute on NCU_CMD (a python script and its arguments) with NCU_ARGS (sections, -k, -c)
       mkdir -p /tmp/records
       timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
