@@ -40,7 +40,8 @@ def test_the_log_line_says_it_in_words():
                                    reasons=["BELOW_ROOFLINE"]))
     assert line.startswith("[kernelwright] guards=OFF suspicious=yes(BELOW_ROOFLINE) checker=elementwise atol=0.5")
     assert "LOOSER than the definition's default atol=0.01" in line
-    assert "definition=file:file:/x.json#sha256=ab" in line and "\n" not in line
+    assert "definition=gdn_decode_qk4_v8_d128_k_last origin=file locator=file:/x.json#sha256=ab" in line
+    assert "\n" not in line
     clean = record.log_line(_record())
     assert "guards=on suspicious=no" in clean and "(definition default)" in clean
 

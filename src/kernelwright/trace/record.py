@@ -10,7 +10,7 @@ terms there:
   have a correctness block): the ``judged_by`` record below;
 * the first line of ``evaluation.log`` (every trace): the same record as one readable line,
   ``[kernelwright] guards=on suspicious=no checker=elementwise atol=0.01 rtol=0.01
-  matched_ratio>=1 (definition default) definition=builtin:demo_rmsnorm_h512``.
+  matched_ratio>=1 (definition default) definition=demo_rmsnorm_h512 origin=builtin``.
 
 A SUSPICIOUS trace (``suspicious=yes(BELOW_ROOFLINE)``), an unguarded one (``guards=OFF``, from
 ``--fast-unsafe``) or one judged by a looser tolerance than the definition's (``LOOSER than the
@@ -68,10 +68,10 @@ def log_line(record: Dict[str, Any]) -> str:
         "definition default" if tol == default else "tighter than the definition's default " + _terms(default))
     susp = "yes(" + ",".join(record["reasons"]) + ")" if record["suspicious"] else "no"
     d = record["definition"]
-    where = d["locator"] or d["name"]
+    where = f"{d['name']} origin={d['origin']}" + (f" locator={d['locator']}" if d.get("locator") else "")
     rule = f" rule={record['rule']}" if record.get("rule") else ""
     return (f"{LOG_PREFIX}guards={'on' if record['guards'] else 'OFF'} suspicious={susp} checker={record['checker']} "
-            f"{_terms(tol)} ({which}){rule} split={record['split']} definition={d['origin']}:{where} "
+            f"{_terms(tol)} ({which}){rule} split={record['split']} definition={where} "
             f"record={json.dumps(record, separators=(',', ':'))}")
 
 
