@@ -246,6 +246,9 @@ def _trace(ctx: WorkloadContext, run: SolutionRun, status: EvaluationStatus, log
            gate: Optional[GateReport] = None) -> Trace:
     gate = gate or GateReport()
     gate.split = ctx.cfg.split
+    boundary = getattr(run.session, "boundary", None)
+    if boundary is not None:   # which OS boundary the worker had (gate/sandbox.py)
+        gate.notes = {**(gate.notes or {}), "isolation": boundary.as_note()}
     gate.warnings = list(dict.fromkeys(run.warnings + gate.warnings))
     if ctx.cfg.split == "hidden" and status != EvaluationStatus.PASSED and guards.HIDDEN_SPLIT_FAILED not in gate.reasons:
         gate.reasons.append(guards.HIDDEN_SPLIT_FAILED)

@@ -481,6 +481,39 @@ def protected_roots(out_dir=None) -> List[str]:
     return roots
 
 
+def cache_root() -> str:
+    """The kernelwright cache (device ceilings, hidden salt): hidden from bounded workers."""
+    from kernelwright.gate.device_info import cache_dir
+
+    return os.path.abspath(str(cache_dir()))
+
+
+def site_dirs() -> List[str]:
+    """The interpreter's site-packages directories (where a ``.pth`` file runs at every start)."""
+    import site
+
+    dirs = list(getattr(site, "getsitepackages", lambda: [])())
+    user = getattr(site, "getusersitepackages", lambda: None)()
+    if user:
+        dirs.append(user)
+    return [os.path.abspath(d) for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+
+
+def boundary_readonly_dirs() -> List[str]:
+    """Directories a bounded worker must not be able to write (its self-test tries each): the
+    kernelwright package and the site-packages directories."""
+    import kernelwright
+
+    return [os.path.dirname(os.path.abspath(kernelwright.__file__))] + site_dirs()
+
+
+def boundary_secret_files() -> List[str]:
+    """Files a bounded worker must not be able to read (its self-test tries each): the hidden
+    split's salt, when it exists."""
+    salt = os.path.join(cache_root(), "hidden_salt")
+    return [salt] if os.path.exists(salt) else []
+
+
 def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
     """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots``, except the files
     ``exclude`` and everything under ``exclude_dirs`` (the run's worker logs: every worker may

@@ -880,12 +880,17 @@ class Harness:
             agg[1] += total
 
 
-def main(conn, device: str, log_path: Optional[str] = None) -> None:
-    """Worker entry point (run in a spawned process)."""
+def main(conn, device: str, log_path: Optional[str] = None, boundary: Optional[Dict[str, Any]] = None) -> None:
+    """Worker entry point (run in a spawned process).  ``log_path``: where stdout and stderr go
+    (None: the boundary's set-up step redirected them already); ``boundary``: what the parent set
+    up (``sandbox.self_test``'s expectations), tested here before any solution code runs."""
     try:
         os.setsid()   # its own session and process group: descendants are counted and killed with it
     except OSError:
         pass
+    from kernelwright.gate import sandbox
+
+    boundary_report = sandbox.self_test(boundary or {"level": "none"})
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(fd, 1)
@@ -912,5 +917,9 @@ def main(conn, device: str, log_path: Optional[str] = None) -> None:
             pass
     # sending a shared-memory tensor starts multiprocessing's resource-sharer thread now, so
     # that it is not mistaken for a thread the solution started
-    conn.send({"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_()})
+    ready = {"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_(),
+             "boundary": boundary_report}
+    if harness.device.type == "cuda":   # the CUDA IPC path through this boundary, tried before any solution code
+        ready["cuda_probe"] = torch.full((4,), 7.0, device=harness.device)
+    conn.send(ready)
     harness.serve()

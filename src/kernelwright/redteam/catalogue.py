@@ -35,6 +35,18 @@ class Case:
     min_latency_ms: Optional[float] = None   # the measured latency must stay honest
     serial: bool = False               # touches shared files: run alone
     why: str = ""                      # why this expectation
+    # the expectation when the worker ran behind an OS boundary (gate/sandbox.py; the trace's
+    # gate.notes.isolation.level is not "none"), where it differs: the write is refused or lands
+    # in the worker's private scratch, so nothing the gate watches changes
+    bounded: Optional[FrozenSet[str] | str] = None
+    isolation: Optional[str] = None    # run the case's workers at this level (None: the default)
+    companion: str = ""                # a case evaluated first on the same workload contexts (a rival)
+
+    def expected_for(self, isolation_level: Optional[str]):
+        """The expectation for a run whose worker had ``isolation_level``."""
+        if self.bounded is not None and isolation_level not in (None, "none"):
+            return self.bounded
+        return self.expected
 
     @property
     def folder(self) -> Path:
@@ -149,13 +161,18 @@ CASES: List[Case] = [
          why="shared-memory handles are accepted only from the worker's own resource sharer"),
     Case("pickle_parent", "runs code in the parent through a pickled reply", "demo", _r("GATE_TAMPERED"), "H12",
          why="the parent unpickles worker messages with an allow-list (gate/wire.py): exec is refused"),
-    Case("forge_results_file", "forges the results folder", "demo", _r("FILE_TAMPERED"), "H12 H20", serial=True),
+    Case("forge_results_file", "forges the results folder", "demo", _r("FILE_TAMPERED"), "H12 H20", serial=True,
+         bounded=PASS, why="behind the boundary the results folder is read-only and hidden: the forged trace lands "
+                           "in the worker's private /tmp (mount) or is refused (uid), the run's files are unchanged"),
     Case("edit_repo", "edits files outside the solution (repo)", "demo", _r("FILE_TAMPERED", "BUILD_FAILED"), "H20",
-         serial=True, why="BUILD_FAILED where the checkout is read-only: the write itself fails at import"),
-    Case("edit_cache", "edits files outside the solution (gate cache)", "demo", _r("FILE_TAMPERED"), "H20", serial=True),
+         serial=True, bounded=_r("BUILD_FAILED"),
+         why="BUILD_FAILED where the checkout is read-only (always behind the boundary): the write fails at import"),
+    Case("edit_cache", "edits files outside the solution (gate cache)", "demo", _r("FILE_TAMPERED"), "H20", serial=True,
+         bounded=PASS, why="behind the boundary the cache is hidden: the planted file lands in the worker's own "
+                           "/tmp (mount) or the write is refused (uid); the gate's cache is unchanged"),
     Case("edit_shipped", "edits a rival's source in the package (the shipped demo solution)", "demo",
-         _r("FILE_TAMPERED", "BUILD_FAILED"), "H20", serial=True,
-         why="the whole package is watched, not only the gate's own sources"),
+         _r("FILE_TAMPERED", "BUILD_FAILED"), "H20", serial=True, bounded=_r("BUILD_FAILED"),
+         why="the whole package is watched, not only the gate's own sources; behind the boundary the write fails"),
     # reading the reference
     Case("frame_walk", "reads reference outputs from another frame (FIB hole)", "demo",
          _r("NON_FINITE", "TOLERANCE"), "H19",
