@@ -21,6 +21,7 @@ TOLERANCE = "TOLERANCE"                      # outside atol/rtol/matched ratio
 STRICT_TOLERANCE = "STRICT_TOLERANCE"        # within the contest rule, outside the strict rule (relative L2)
 INTEGRITY_INCOMPLETE = "INTEGRITY_INCOMPLETE"  # the worker could not snapshot the evaluated definition's functions
 STALE_OUTPUT = "STALE_OUTPUT"                # a sampled timed iteration's output is wrong for that input set
+OUTPUT_PREWRITTEN = "OUTPUT_PREWRITTEN"      # an output lost its poison before the timed call (work in the harness's window)
 GRAPH_STALE_OUTPUT = "GRAPH_STALE_OUTPUT"    # a graph replay's output is wrong for the replayed inputs
 INPUT_MUTATED = "INPUT_MUTATED"              # an input changed during the call
 OUTPUT_NOT_TENSOR = "OUTPUT_NOT_TENSOR"      # returned object is not a plain torch.Tensor (subclass, wrapper)
@@ -72,6 +73,8 @@ REASONS = {
     "OUTPUT_COUNT": "a value-returning solution returned the wrong number of outputs",
     STALE_OUTPUT: "a sampled timed iteration's output is wrong for that iteration's inputs",
     GRAPH_STALE_OUTPUT: "a CUDA-graph replay's output is wrong for the replayed inputs",
+    OUTPUT_PREWRITTEN: "an output buffer no longer held the poison right before the timed call: code ran in the "
+                       "harness's window (a finalizer, a callback) and wrote it off the clock",
     INPUT_MUTATED: "an input changed (or was rebound to other storage) during a call",
     OUTPUT_NOT_TENSOR: "a returned output is not a plain strided torch.Tensor (subclass, wrapper, sparse, nested)",
     OUTPUT_WRONG_DEVICE: "a returned output lives on another device",
@@ -386,30 +389,91 @@ def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mappin
     return None, ""
 
 
-def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False, own_names=None):
-    """(reason or None, message) from {name: [count, total_us]} of the timed call.
+def _pattern_origin(name: str) -> str:
+    """'vendor', 'torch' or '' (no pattern matches) for a kernel name."""
+    if name.startswith("torch::"):
+        return "torch"
+    if _VENDOR.search(name):
+        return "vendor"
+    if _TORCH.search(name):
+        return "torch"
+    return ""
 
-    GPU: no solution kernel -> NO_KERNELS; more than half the kernel time in vendor or aten
-    kernels -> VENDOR_KERNELS.  CPU (``cpu_ops``: torch-profiler op names of one call): any aten
-    compute op (matmul, topk, softmax, ...) -> VENDOR_KERNELS, since an interpreted Triton kernel
-    runs no aten compute op (the Triton-aware CPU rule is ``cpu_provenance_verdict``).
+
+def _names_identifier(name: str, declared) -> bool:
+    return any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", name) for n in declared)
+
+
+def attribute_kernels(kernels: Mapping[str, List[float]], launched: Mapping[str, int] = None,
+                      durations: Mapping[str, List[float]] = None, declared=()) -> Dict[str, Dict[str, float]]:
+    """Who ran each kernel, by launch rather than by name (issue 22 item 4): {name: {"solution":
+    us, <origin>: us}} from CUPTI's {name: [count, total_us]}.
+
+    - A name the gate saw the solution launch through Triton's launcher (``launched``: {name:
+      launches}, recorded in the worker) is the solution's for as many records as it launched,
+      the SHORTEST ones (``durations``: each record's us): a trivial kernel that takes a vendor
+      kernel's name claims only its own time; the other records keep the name's pattern origin.
+    - Otherwise vendor and aten patterns apply first: a declared name never turns a vendor or
+      aten kernel into the solution's (a never-launched ``@triton.jit`` named like one did).
+    - Otherwise a name containing a declared ``__global__`` function (``declared``: the CUDA
+      sources' kernels, which Triton's launcher never sees) is the solution's.
+    - Otherwise the name is 'unknown' when a launch record exists (not the solution's: every
+      Triton kernel it launched is recorded), else 'solution' (no record: the profiler path)."""
+    out: Dict[str, Dict[str, float]] = {}
+    for name, (count, total) in kernels.items():
+        count, total = int(count), float(total)
+        pattern = _pattern_origin(name)
+        if launched and launched.get(name):
+            own_n = min(count, int(launched[name]))
+            each = sorted(durations.get(name) or []) if durations else []
+            own = sum(each[:own_n]) if len(each) == count else total * own_n / max(count, 1)
+            out[name] = {"solution": own}
+            if total - own > 1e-9:
+                out[name][pattern or "unknown"] = total - own
+        elif pattern:
+            out[name] = {pattern: total}
+        elif name.startswith("triton::") or (declared and _names_identifier(name, declared)):
+            out[name] = {"solution": total}
+        else:
+            out[name] = {"unknown" if launched is not None else "solution": total}
+    return out
+
+
+def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False, own_names=None,
+                       launched: Mapping[str, int] = None, durations: Mapping[str, List[float]] = None):
+    """(reason or None, message) from {name: [count, total_us]} of the traced calls.
+
+    GPU: time attributed by ``attribute_kernels`` (``launched``: the Triton kernels the solution
+    launched; ``own_names``: the ``__global__`` names of its CUDA sources); none of it the
+    solution's -> NO_KERNELS; more than half of it foreign (vendor, aten or unknown) ->
+    VENDOR_KERNELS.  CPU (``cpu_ops``: torch-profiler op names of one call): any aten compute
+    op (matmul, topk, softmax, ...) -> VENDOR_KERNELS, since an interpreted Triton kernel runs
+    no aten compute op (the Triton-aware CPU rule is ``cpu_provenance_verdict``).
     """
     if cpu_ops:
         used = sorted(n for n in kernels if _TORCH_CPU_COMPUTE.match(n))
         if used:
             return VENDOR_KERNELS, f"the call runs torch compute ops {used[:5]} instead of its own kernels"
         return None, ""
-    total = sum(v[1] for v in kernels.values())
-    own = {n: v for n, v in kernels.items() if classify_kernel(n, own_names) == "solution"}
+    split = attribute_kernels(kernels, launched, durations, own_names or ())
+    total = sum(sum(v.values()) for v in split.values())
+    own = {n: v["solution"] for n, v in split.items() if v.get("solution", 0) > 0}
     if not own:
         names = sorted(kernels)[:4]
-        return NO_KERNELS, f"no kernel of the solution's own ran in the timed call (saw {names})"
-    foreign = total - sum(v[1] for v in own.values())
+        return NO_KERNELS, f"no kernel the solution launched itself ran in the traced calls (saw {names})"
+    foreign = total - sum(own.values())
     if total > 0 and foreign > 0.5 * total:
-        top = sorted(((v[1], n) for n, v in kernels.items() if classify_kernel(n, own_names) != "solution"),
-                     reverse=True)[:3]
-        return VENDOR_KERNELS, f"{100 * foreign / total:.0f}% of kernel time in vendor/aten kernels: {[n for _, n in top]}"
+        top = sorted(((sum(x for k, x in v.items() if k != "solution"), n) for n, v in split.items()), reverse=True)[:3]
+        return VENDOR_KERNELS, (f"{100 * foreign / total:.0f}% of kernel time in kernels the solution did not launch "
+                                f"(vendor/aten/unknown): {[n for _, n in top]}")
     return None, ""
+
+
+def kernel_origin(name: str, split: Mapping[str, Dict[str, float]]) -> str:
+    """The origin of most of a kernel name's time (``attribute_kernels``): solution, vendor,
+    torch or unknown."""
+    parts = split.get(name) or {}
+    return max(parts, key=parts.get) if parts else "unknown"
 
 
 def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 0.8):
