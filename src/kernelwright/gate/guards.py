@@ -609,6 +609,31 @@ def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
     return found
 
 
+def snapshot_startup_files() -> Dict[str, tuple]:
+    """{path: (size, mtime_ns, ctime_ns, inode)} of what Python runs at every start from the
+    site-packages directories: ``*.pth`` files and ``sitecustomize`` / ``usercustomize``
+    modules (site(7)), plus each directory's own entry (a file added or removed shows).  A
+    solution that plants one weakens every later run, the gate's own included (issue 22 class 5);
+    behind the OS boundary the write is refused, without it this snapshot reports it
+    (FILE_TAMPERED).  Only these names: the directories themselves change when a package is
+    installed, and nobody installs during a run."""
+    found: Dict[str, tuple] = {}
+    for directory in site_dirs():
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        hooks = sorted(n for n in names if n.endswith(".pth") or n.split(".")[0] in ("sitecustomize", "usercustomize"))
+        found[directory + os.sep + "<start-up files>"] = tuple(hooks)
+        for name in hooks:
+            try:
+                st = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue
+            found[os.path.join(directory, name)] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return found
+
+
 def changed_files(before: Mapping[str, tuple], after: Mapping[str, tuple]) -> List[str]:
     """Paths added, removed or modified between two snapshots (directories: entries added or
     removed, shown with a trailing separator)."""

@@ -231,7 +231,7 @@ class WorkerSession:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
         self.resume()
-        before = guards.snapshot_files(self.protect, self._logs, (self.log_dir,)) if self.protect else None
+        before = self._snapshot()
         started = time.perf_counter()
         try:
             self.conn.send(msg)
@@ -241,10 +241,16 @@ class WorkerSession:
         reply["parent_wall_s"] = time.perf_counter() - started
         reply.pop("files_changed", None)
         if before is not None:
-            changed = guards.changed_files(before, guards.snapshot_files(self.protect, self._logs, (self.log_dir,)))
+            changed = guards.changed_files(before, self._snapshot())
             if changed:
                 reply["files_changed"] = changed
         return reply
+
+    def _snapshot(self) -> Optional[Dict[str, tuple]]:
+        """The protected files, and the site-packages start-up files (guards.snapshot_startup_files)."""
+        if not self.protect:
+            return None
+        return {**guards.snapshot_files(self.protect, self._logs, (self.log_dir,)), **guards.snapshot_startup_files()}
 
     def _wait(self, timeout_s: float, on_step=None) -> Dict[str, Any]:
         deadline = time.monotonic() + timeout_s

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
-from kernelwright.redteam.catalogue import CASES, PASS, Case
+from kernelwright.redteam.catalogue import CASES, PASS, Case, get_case
 from kernelwright.trace import Trace
 
 # a held-out workload larger than this is too slow for the Triton interpreter on CPU
@@ -102,7 +102,7 @@ def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float
     expected = case.expected_for(isolation)
     if expected == PASS:
         ok = verdict == PASS
-        why = "" if ok else f"an honest solution was {verdict} ({', '.join(reasons)})"
+        why = "" if ok else f"expected PASS, got {verdict} ({', '.join(reasons)})"
     else:
         want = "SUSPICIOUS" if case.suspicious else "REJECT"
         ok = verdict == want and bool(set(reasons) & set(expected))
@@ -163,10 +163,19 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     warnings = [f"{f.code}: {f.message}" for f in static_scan({s.path: s.content for s in solution.sources})]
     session = WorkerSession(solution, cfg.device, log_dir=out_dir / "logs", isolation=case.isolation)
     run = SolutionRun(session, label=case.id, warnings=list(warnings))
+    rival = None
+    if case.companion:    # a rival evaluated first on the same workload contexts, as in one bench
+        companion = get_case(case.companion)
+        rival = SolutionRun(WorkerSession(companion.solution(), cfg.device, log_dir=out_dir / "companion-logs",
+                                          isolation=companion.isolation or case.isolation), label=companion.id)
     traces: List[Trace] = []
     try:
         for w in workloads:
             ctx = WorkloadContext(quick, w, cfg)
+            if rival is not None:
+                first = evaluate(rival, ctx)
+                if not first.passed:
+                    raise RuntimeError(f"the companion {case.companion} did not pass: {first.evaluation.gate.reasons}")
             traces.append(evaluate(run, ctx))
             ctx.release()
             if not traces[-1].passed:
@@ -179,10 +188,14 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
                 ctx.release()
     except Exception as exc:  # the runner itself failed: report, never hide
         session.close()
+        if rival is not None:
+            rival.session.close()
         return CaseResult(case, "ERROR", detail=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started,
                           warnings=warnings)
     finally:
         session.close()
+        if rival is not None:
+            rival.session.close()
     verdict, reasons, deciding = _verdict(traces)
     latency = _latency(deciding)
     isolation = isolation_of(traces)
@@ -211,8 +224,6 @@ def _log_headline(log: str) -> str:
 
 
 def select_cases(ids: Optional[Iterable[str]] = None) -> List[Case]:
-    from kernelwright.redteam.catalogue import get_case
-
     return [get_case(i) for i in ids] if ids else list(CASES)
 
 
@@ -274,4 +285,18 @@ def run_catalogue(device: str = "cpu", ids: Optional[Iterable[str]] = None, jobs
                 results[res.case.id] = res
         for c in serial:
             results[c.id] = run_case(c, device, root, log=log)
+            _remove_planted_files()
     return [results[c.id] for c in cases]
+
+
+def _remove_planted_files() -> None:
+    """What the file-planting cases leave behind where no boundary stopped them (plant_pth)."""
+    import glob
+
+    from kernelwright.gate.guards import site_dirs
+
+    planted = [os.path.join(d, "kw_redteam_planted.pth") for d in site_dirs()]
+    planted += glob.glob(os.path.join(tempfile.gettempdir(), "kw-redteam-replay-*.pt"))   # replay_recorder's
+    for path in planted:
+        if os.path.exists(path):
+            os.unlink(path)
