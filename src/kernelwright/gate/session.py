@@ -140,6 +140,10 @@ class WorkerSession:
         self.boundary.uid, self.boundary.scratch = launch.uid, launch.scratch
         prefix, pass_fds, expect = launch.prefix, launch.pass_fds, launch.expect
         self.proc = ctx.Process(target=worker.main, args=(child, self.device, log_arg, expect), daemon=True)
+        # the child inherits this process's multiprocessing temp directory (Process._config), where its
+        # resource sharer would bind its socket: behind the boundary that directory is not there (a
+        # private /tmp) or not the worker's to write; it makes its own under its TMPDIR instead
+        getattr(self.proc, "_config", {}).pop("tempdir", None)
         try:
             with _SPAWN_LOCK:   # the worker must not inherit the hidden salt
                 hidden = os.environ.pop("KERNELWRIGHT_HIDDEN_SALT", None)
