@@ -545,7 +545,9 @@ def build_view(plan: Dict[str, Any]) -> None:
         return path == top or path.startswith(top.rstrip("/") + "/")
 
     outermost = [r for r in replaced if not any(r != o and inside(r, o) for o in replaced)]
-    back = [p for p in readable if any(inside(p, r) and p != r for r in outermost)]
+    # a directory closed to the worker's uid itself (a 0700 working directory) stays an empty one
+    closed_self = {p for p in readable if not (_enterable(p, uid) and os.stat(p).st_mode & 0o004)}
+    back = [p for p in readable if p not in closed_self and any(inside(p, r) and p != r for r in outermost)]
     back = [p for p in back if not any(p != q and inside(p, q) for q in back)]
     scratch_tree = m.clone(scratch)
     trees = {p: m.clone(p) for p in back}
@@ -554,6 +556,9 @@ def build_view(plan: Dict[str, Any]) -> None:
     for p in sorted(trees, key=len):
         os.makedirs(p, mode=0o755, exist_ok=True)
         m.attach(trees[p], p)
+    for p in closed_self:
+        if any(inside(p, r) and p != r for r in outermost):
+            os.makedirs(p, mode=0o755, exist_ok=True)
     for hidden in plan.get("hide") or []:
         if os.path.isdir(hidden) and not any(inside(hidden, r) for r in outermost) \
                 and not any(inside(p, hidden) for p in readable):
