@@ -262,7 +262,9 @@ def plan_launch(level: str, device: str, log_fd: Optional[int], hide=(), readonl
         return Launch([], [], {"level": "none"})
     uid = new_uid(taken_uids)
     scratch = make_scratch(uid)
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
     plan = {"level": level, "uid": uid, "scratch": scratch, "readable": readable_paths(),
+            "files": [os.path.realpath(main)] if main and os.path.isfile(main) else [],
             "hide": [os.path.abspath(str(h)) for h in hide], "private_shm": not str(device).startswith("cuda"),
             "log_fd": log_fd, "drop_env": ["KERNELWRIGHT_HIDDEN_SALT"]}
     expect = {"level": level, "uid": uid, "parent_pid": os.getpid(),
@@ -551,6 +553,8 @@ def build_view(plan: Dict[str, Any]) -> None:
     back = [p for p in back if not any(p != q and inside(p, q) for q in back)]
     scratch_tree = m.clone(scratch)
     trees = {p: m.clone(p) for p in back}
+    file_trees = {f: m.clone(f) for f in plan.get("files") or [] if os.path.isfile(f)
+                  and any(inside(f, r) for r in outermost) and not any(inside(f, p) for p in back)}
     for r in sorted(outermost, key=len):
         m.tmpfs(r, replaced[r])
     for p in sorted(trees, key=len):
@@ -559,6 +563,15 @@ def build_view(plan: Dict[str, Any]) -> None:
     for p in closed_self:
         if any(inside(p, r) and p != r for r in outermost):
             os.makedirs(p, mode=0o755, exist_ok=True)
+    # single files the worker must read whose directory was replaced without being bound back
+    # (the parent's __main__ script directly in /tmp: spawn runs it again in the worker)
+    for f, tree in file_trees.items():
+        if not os.path.exists(f):
+            os.makedirs(os.path.dirname(f), mode=0o755, exist_ok=True)
+            open(f, "a").close()
+            m.attach(tree, f)
+        else:
+            os.close(tree)
     for hidden in plan.get("hide") or []:
         if os.path.isdir(hidden) and not any(inside(hidden, r) for r in outermost) \
                 and not any(inside(p, hidden) for p in readable):
