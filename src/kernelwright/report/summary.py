@@ -111,6 +111,18 @@ def _verdict_stats(traces: List[Trace]) -> Dict[str, Any]:
     return {"rules": rules, "worst_strict": worst, "strict_thresholds": thresholds, "strict_margin": margins}
 
 
+def _isolation_levels(traces) -> Dict[str, int]:
+    """{OS boundary level: number of traces} (``gate.notes.isolation.level``, gate/sandbox.py;
+    ``unrecorded`` for traces written before the boundary existed)."""
+    levels: Dict[str, int] = {}
+    for t in traces:
+        gate = t.evaluation.gate if t.evaluation else None
+        note = (gate.notes or {}).get("isolation") if gate else None
+        level = note.get("level", "unrecorded") if isinstance(note, dict) else "unrecorded"
+        levels[level] = levels.get(level, 0) + 1
+    return levels
+
+
 def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
               roles: Mapping[str, Dict[str, str]], lower_bounds: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
               meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -185,6 +197,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 "mean_roofline_fraction": _mean(fractions),
                 "min_roofline_fraction": min(fractions) if fractions else None,
                 "verdict": _verdict_stats(passed),
+                "isolation": _isolation_levels(per.values()),
                 "failures": failed[:50],
             }
         rows = []
