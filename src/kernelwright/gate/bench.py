@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from kernelwright import definitions
 from kernelwright.definitions.base import BuiltinDefinition
 from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
 from kernelwright.gate.session import Timeouts, WorkerSession, focus
@@ -72,7 +73,8 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
             if cand.skip_reason:
                 continue
             session = WorkerSession(cand.solution, cfg.device, timeouts, trusted=cand.trusted,
-                                    prepare=cand.prepare, log_dir=out_dir / "logs", protect=protect)
+                                    prepare=cand.prepare, log_dir=out_dir / "logs", protect=protect,
+                                    data_files=definitions.data_files(plan.builtin, plan.workloads))
             runs.append((cand, SolutionRun(session, requires_kernel=cand.requires_kernel, label=cand.label,
                                            warnings=static_warnings(cand))))
         try:

@@ -252,21 +252,45 @@ class Launch:
     scratch: Optional[str] = None
 
 
+def _readable_copy(path: str) -> str:
+    """A byte-identical, world-readable copy of ``path`` made by the parent (the view binds it over
+    the original, read-only; the worker still checks the file against its pinned sha256)."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="kw-data-")
+    os.chmod(folder, 0o755)
+    copy = os.path.join(folder, os.path.basename(path))
+    shutil.copyfile(path, copy)
+    os.chmod(copy, 0o644)
+    return copy
+
+
 def plan_launch(level: str, device: str, log_fd: Optional[int], hide=(), readonly=(), secret=(),
-                taken_uids=()) -> Launch:
+                taken_uids=(), data=()) -> Launch:
     """Everything a worker behind ``level`` needs: a fresh uid and scratch directory, the view's
-    paths (``readable_paths``; ``hide``: directories covered by an empty tmpfs), the log
-    descriptor the set-up step makes its stdout/stderr, and the self-test's expectations
+    paths (``readable_paths``, plus the folders of the ``data`` files the run's definitions read:
+    a definition JSON, safetensors blobs; ``hide``: directories covered by an empty tmpfs), the
+    log descriptor the set-up step makes its stdout/stderr, and the self-test's expectations
     (``readonly`` directories, ``secret`` files).  ``none``: nothing (an empty prefix)."""
     if level == "none":
         return Launch([], [], {"level": "none"})
     uid = new_uid(taken_uids)
     scratch = make_scratch(uid)
     main = getattr(sys.modules.get("__main__"), "__file__", None)
-    plan = {"level": level, "uid": uid, "scratch": scratch, "readable": readable_paths(),
+    readable = readable_paths()
+    data_binds = {}
+    for f in data:
+        real = os.path.realpath(str(f))
+        folder = os.path.dirname(real)
+        if os.path.isdir(folder) and folder not in readable:
+            readable.append(folder)     # bound back even inside a directory the view replaces (/tmp)
+        if os.path.isfile(real) and not os.stat(real).st_mode & 0o004:
+            data_binds[real] = _readable_copy(real)   # the worker's uid could not read the original
+    plan = {"level": level, "uid": uid, "scratch": scratch, "readable": readable,
             "files": [os.path.realpath(main)] if main and os.path.isfile(main) else [],
             "hide": [os.path.abspath(str(h)) for h in hide], "private_shm": not str(device).startswith("cuda"),
-            "log_fd": log_fd, "drop_env": ["KERNELWRIGHT_HIDDEN_SALT"]}
+            "log_fd": log_fd, "drop_env": ["KERNELWRIGHT_HIDDEN_SALT"], "data_binds": data_binds}
     expect = {"level": level, "uid": uid, "parent_pid": os.getpid(),
               "parent_ns": {k: os.readlink(f"/proc/self/ns/{k}") for k in ("pid", "mnt")},
               "readonly": list(readonly), "secret": list(secret)}
@@ -553,6 +577,7 @@ def build_view(plan: Dict[str, Any]) -> None:
     back = [p for p in back if not any(p != q and inside(p, q) for q in back)]
     scratch_tree = m.clone(scratch)
     trees = {p: m.clone(p) for p in back}
+    data_trees = {orig: m.clone(copy) for orig, copy in (plan.get("data_binds") or {}).items()}
     file_trees = {f: m.clone(f) for f in plan.get("files") or [] if os.path.isfile(f)
                   and any(inside(f, r) for r in outermost) and not any(inside(f, p) for p in back)}
     for r in sorted(outermost, key=len):
@@ -563,6 +588,11 @@ def build_view(plan: Dict[str, Any]) -> None:
     for p in closed_self:
         if any(inside(p, r) and p != r for r in outermost):
             os.makedirs(p, mode=0o755, exist_ok=True)
+    for orig, tree in data_trees.items():     # data files the worker's uid could not read: the copies
+        if os.path.exists(orig):
+            m.attach(tree, orig)
+        else:
+            os.close(tree)
     # single files the worker must read whose directory was replaced without being bound back
     # (the parent's __main__ script directly in /tmp: spawn runs it again in the worker)
     for f, tree in file_trees.items():

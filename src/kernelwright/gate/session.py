@@ -74,7 +74,8 @@ class Timeouts:
 class WorkerSession:
     def __init__(self, solution: Solution, device: str, timeouts: Optional[Timeouts] = None,
                  trusted: bool = False, prepare: Optional[str] = None, log_dir: Optional[Path] = None,
-                 protect: Optional[List[str]] = None, isolation: Optional[str] = None):
+                 protect: Optional[List[str]] = None, isolation: Optional[str] = None,
+                 data_files: Optional[List[str]] = None):
         self.solution = solution
         self.device = device
         self.timeouts = timeouts or Timeouts()
@@ -84,6 +85,7 @@ class WorkerSession:
         if protect is None:
             protect = guards.protected_roots(self.log_dir.parent if log_dir else None)
         self.protect = list(protect)
+        self.data_files = list(data_files or [])   # read by the worker's input synthesis (blobs, definition JSON)
         self._logs: List[str] = []
         self.proc = None
         self._own_group = False
@@ -153,7 +155,8 @@ class WorkerSession:
             launch = sandbox.plan_launch(level, self.device, log_fd,
                                          hide=[guards.cache_root(), os.path.abspath(self.log_dir)],
                                          readonly=guards.boundary_readonly_dirs(),
-                                         secret=guards.boundary_secret_files(), taken_uids=_LIVE_UIDS)
+                                         secret=guards.boundary_secret_files(), taken_uids=_LIVE_UIDS,
+                                         data=self.data_files)
         except Exception:
             if log_fd is not None:
                 os.close(log_fd)
