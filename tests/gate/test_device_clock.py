@@ -135,6 +135,8 @@ def test_the_hold_keeps_every_stream_off_the_device_until_released():
     hold = _hold()
     held, other = torch.cuda.current_stream(), torch.cuda.Stream()
     x = torch.zeros(1 << 20, device="cuda")
+    with torch.cuda.stream(other):
+        x.add_(1)      # loaded before the hold: a lazily loaded kernel's first launch waits for the device
     torch.cuda.synchronize()
     released, other_done = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     epoch = hold.begin(held)

@@ -59,6 +59,7 @@ class ClockTrials:
     d2h_bytes: List[int] = field(default_factory=list)
     copies_traced: bool = False
     prerelease: List[int] = field(default_factory=list)      # per held traced call: kernels before the release
+    prerelease_lead_us: List[float] = field(default_factory=list)   # per held traced call: hold end - first start
     cupti_held: List[bool] = field(default_factory=list)
     hold_timeouts: int = 0
     hold_kind: Optional[str] = None
@@ -91,6 +92,7 @@ class ClockTrials:
         self.d2h_bytes += [int(x) for x in (s.get("cupti_d2h_bytes") or [])]
         self.copies_traced = self.copies_traced or bool(s.get("cupti_copies_traced"))
         self.prerelease += [int(x) for x in (s.get("cupti_prerelease") or [])]
+        self.prerelease_lead_us += [float(x) for x in (s.get("cupti_prerelease_lead_us") or [])]
         self.cupti_held += [bool(x) for x in (s.get("cupti_held") or [])]
         self.hold_timeouts += int(s.get("hold_timeouts") or 0)
         self.hold_kind = self.hold_kind or s.get("hold_kind")
@@ -109,6 +111,8 @@ class ClockTrials:
         if self.hold_timeouts:
             notes["hold_timeouts"] = (f"{self.hold_timeouts} held iteration(s) timed out: the call waits for "
                                       "the device while the stream is held, so those ran with the device idle")
+        if any(x > 0 for x in self.prerelease_lead_us):
+            notes["prerelease_lead_us"] = round(max(self.prerelease_lead_us), 3)   # < HOLD_EXIT_SPREAD_NS: the CTAs' exit
         if self.host:
             notes["host_path_us"] = round(_mean(self.host) * 1e3, 1)
         clock = "cpu" if all(c == "cpu" for c in self.clocks) else (

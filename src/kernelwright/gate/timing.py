@@ -209,6 +209,12 @@ at a lower clock the limit lasts longer, never shorter."""
 
 HOLD_RELEASED, HOLD_TIMED_OUT, HOLD_UNKNOWN = "released", "timed_out", "unknown"
 
+HOLD_EXIT_SPREAD_NS = 3_000
+"""How long the blocking kernel's CTAs take to leave after the release: CTA 0 sees the host's
+flag and sets the device-memory gate, the others poll it every 200 ns.  A kernel on another
+stream may start on the first SM that frees up, so CUPTI can show it starting up to this much
+before the hold's end (its last CTA) without any work having run during the hold."""
+
 _HOLD_SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(1024) kw_stream_hold(
         const volatile int* release, volatile int* gate, int epoch, unsigned long long limit_ns,
@@ -670,6 +676,7 @@ class TimingSamples:
     cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
     cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
     cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
+    cupti_prerelease_lead_us: List[float] = field(default_factory=list)  # per held traced call: hold end - first kernel start, µs
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
     host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}
     min_launches: Optional[int] = None   # CPU: fewest Triton launches in one timed call (None: not counted)

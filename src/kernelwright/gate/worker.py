@@ -896,7 +896,8 @@ class Harness:
     def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
         """The CUPTI window: ``cupti_iters`` calls on the inputs of timed iterations warmup + i,
         held like the device-time iterations (while the hold lasts, so that the kernel span is
-        device time and any kernel that starts before the release shows: ``cupti_prerelease``),
+        device time and any kernel that starts before the release shows: ``cupti_prerelease``,
+        counted from ``HOLD_EXIT_SPREAD_NS`` before the hold's end),
         with kernel and memory-copy activity recorded.  A hold that times out (a call that waits
         for the device) ends the holding for the rest of the window."""
         tracer = self._gate_action(T.cupti_tracer)
@@ -946,7 +947,9 @@ class Harness:
             out.cupti_held.append(bool(held and holds))
             if held and holds:
                 released = max(r.end_ns for r in holds)
-                out.cupti_prerelease.append(sum(1 for r in recs if r.start_ns < released))
+                out.cupti_prerelease.append(sum(1 for r in recs if r.start_ns < released - T.HOLD_EXIT_SPREAD_NS))
+                out.cupti_prerelease_lead_us.append(
+                    max(0.0, (released - min(r.start_ns for r in recs)) / 1e3) if recs else 0.0)
             if not recs:
                 out.kernel_sum_ms.append(0.0)
                 out.kernel_span_ms.append(0.0)

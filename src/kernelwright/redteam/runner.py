@@ -202,7 +202,8 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     ok, why = _judge(case, verdict, reasons, latency, isolation)
     detail = why
     if deciding is not None and verdict != PASS:
-        headline = _log_headline(deciding.evaluation.log or "")
+        gate = deciding.evaluation.gate
+        headline = (gate.detail if gate is not None and gate.detail else "") or _log_headline(deciding.evaluation.log or "")
         detail = f"{why}: {headline}" if why else headline
     if case.held_out and verdict == PASS and len(traces) <= len(workloads):
         ok, detail = False, "no held-out workload was evaluated"
