@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from kernelwright.workflow.config import ConfigError, RunConfig, role_of
-from kernelwright.workflow.state import State, dumps, loads
+from kernelwright.workflow.state import State, loads
 from kernelwright.workflow import worktrees as W
 
 
@@ -196,7 +196,3 @@ def orchestrator_alive(state: State, stale_s: float = 30.0) -> bool:
     except (ProcessLookupError, PermissionError, ValueError):
         return False
     return True
-
-
-def record_json(obj: Any) -> str:
-    return dumps(obj)
