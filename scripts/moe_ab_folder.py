@@ -6,7 +6,7 @@ solution name, so that the gate can time it side by side with the shipped one in
     kernelwright bench -d moe -s /tmp/moe-k512            # the shipped solution runs too
 
 ``--set MAX_T:KEY=VALUE,...`` (repeatable) updates the table entry whose max T is MAX_T
-("None" for the last entry); values are Python literals.  Prints the resulting table.
+("None" for the last entry) in the copy's configs.py; values are Python literals.
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import re
 import shutil
 import sys
 from pathlib import Path
+
+from moe_variants import apply_table, read_table
 
 SHIPPED = Path(__file__).resolve().parents[1] / "src" / "kernelwright" / "solutions" / "moe_fp8_triton"
 
@@ -63,11 +65,9 @@ def main() -> None:
     manifest["name"] = args.name
     manifest["description"] = f"A/B copy of {SHIPPED.name} (scripts/moe_ab_folder.py): {'; '.join(args.set)}"
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    patch = "\n\n# scripts/moe_ab_folder.py: table entries changed for an A/B run\n_SETS = " + repr(sets) + "\n" + (
-        "_CONFIGS = tuple((t, dict(c, **{k: v for mt, s in _SETS if mt == t for k, v in s.items()}))\n"
-        "                 for t, c in _CONFIGS)\n")
-    with open(args.out / "kernel.py", "a") as fh:
-        fh.write(patch)
+    table = tuple((max_t, dict(cfg, **{k: v for mt, s in sets if mt == max_t for k, v in s.items()}))
+                  for max_t, cfg in _table())
+    apply_table(args.out / "configs.py", table)
     print(json.dumps({"name": args.name, "sets": [[t, s] for t, s in sets]}))
 
 
@@ -79,13 +79,13 @@ def _config_keys() -> set:
         re.findall(r'_persistent_grid\([^)]*"([A-Z0-9_]+)"\)', text))
 
 
+def _table() -> tuple:
+    """The shipped table (configs.py is data: run, without importing Triton)."""
+    return read_table(SHIPPED / "configs.py")
+
+
 def _table_max_ts() -> list:
-    """The shipped table's max-T column, read from kernel.py's source without importing
-    Triton (the CONFIGS-BEGIN/END block is a plain literal)."""
-    text = (SHIPPED / "kernel.py").read_text()
-    block = text[text.index("_CONFIGS = ("):text.index("# CONFIGS-END")]
-    tree = ast.parse(block)
-    return [ast.literal_eval(elt.elts[0]) for elt in tree.body[0].value.elts]
+    return [max_t for max_t, _ in _table()]
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ Run on the H200 (one call compiles, checks and times every variant, prints a com
 
 ``--v1 DIR`` holds the previous shipped solution's files (kernel.py, routing.py, gemm.py),
 imported as a package, timed eagerly exactly as shipped (the same-method baseline).
-``--apply PATH`` rewrites the table between ``# CONFIGS-BEGIN`` and ``# CONFIGS-END`` of the
-kernel.py at PATH with the fastest correct variant per T range.
+``--apply PATH`` replaces the ``CONFIGS`` table of the configs.py at PATH (the solution's
+block-size table) with the fastest correct variant per T range.
 
 Every variant runs through ``kernel.run`` (its CUDA-graph cache included) and is timed:
   ev   the gate's headline: device idle (synchronized) before the start event, one call, end
@@ -522,7 +522,7 @@ def K_normalize(K, cfg, case):
 
 
 def literal(table) -> str:
-    lines = ["_CONFIGS = ("]
+    lines = ["CONFIGS = ("]
     for max_t, cfg in table:
         head = f"    ({max_t!r}, dict("
         line, pad = head, " " * len(head)
@@ -537,13 +537,23 @@ def literal(table) -> str:
     return "\n".join(lines)
 
 
+def read_table(path) -> tuple:
+    """The CONFIGS table of the configs.py at ``path`` (a data-only module: run, not imported)."""
+    import runpy
+
+    return runpy.run_path(str(path))["CONFIGS"]
+
+
 def apply_table(path, table):
+    """Replace the ``CONFIGS = (...)`` assignment of the configs.py at ``path`` by ``table``; the
+    docstring and everything else in the file stay."""
+    import ast
+
     text = Path(path).read_text()
-    a = text.index("# CONFIGS-BEGIN")
-    b = text.index("# CONFIGS-END")
-    head = text[:a] + text[a:].split("\n", 1)[0] + "\n"
-    body = "# measured by scripts/moe_variants.py on the H200 (fastest correct variant per range)\n"
-    Path(path).write_text(head + body + literal(table) + "\n" + text[b:])
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.Assign)
+                and [getattr(t, "id", None) for t in n.targets] == ["CONFIGS"])
+    lines = text.splitlines(keepends=True)
+    Path(path).write_text("".join(lines[:node.lineno - 1]) + literal(table) + "\n" + "".join(lines[node.end_lineno:]))
 
 
 def main():
@@ -695,8 +705,10 @@ def main():
     # contents) and eager, against the reference
     valid = {}
     if merged and len(chosen) == len(RANGES):
-        saved = K._CONFIGS
-        K._CONFIGS = tuple(merged)
+        from kernelwright.solutions.moe_fp8_triton import configs
+
+        saved = configs.CONFIGS
+        configs.CONFIGS = tuple(merged)
         K._graphs.clear()
         template = wls[57]
         for T, off in VALIDATE:
@@ -724,7 +736,7 @@ def main():
                 traceback.print_exc(limit=4)
             print("validate", T, off, valid[T], flush=True)
             K._graphs.clear()
-        K._CONFIGS = saved
+        configs.CONFIGS = saved
     passed = bool(valid) and all(isinstance(v, float) and v >= 0.93 for v in valid.values()
                                  if v != "skipped (time)")
     summary = {"chosen": chosen, "table": merged, "validate": valid, "rows": rows}
