@@ -62,9 +62,13 @@ for stage in "$@"; do
       mkdir -p /tmp/records
       timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
       cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
-    variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/${VAR_NAME:-variants}
+    variants) # the MoE table sweep, python -m kernelwright.tuning.moe sweep with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"),
+              # records under /tmp/records/${VAR_NAME:-variants}
       vdir=/tmp/records/${VAR_NAME:-variants}; mkdir -p $vdir
-      timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+      timeout ${VAR_TIMEOUT:-240} python3 -m kernelwright.tuning.moe sweep ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+    dsa-variants) # the shipped DSA kernels' launch modes and configs, python -m kernelwright.tuning.dsa with DSA_ARGS
+      ddir=/tmp/records/${DSA_NAME:-dsa-variants}; mkdir -p $ddir
+      timeout ${DSA_TIMEOUT:-240} python3 -m kernelwright.tuning.dsa ${DSA_ARGS:-} --out $ddir 2>&1 | tee $ddir/variants.log | tail -${DSA_TAIL:-40};;
     envelope) # experiments/indexer_envelope.py (ENV_ARGS): the v3 indexer candidate, the shipped v2 and the recipe
       mkdir -p /tmp/records/indexer_envelope
       timeout ${ENV_TIMEOUT:-330} python3 experiments/indexer_envelope.py ${ENV_ARGS:-} --out /tmp/records/indexer_envelope 2>&1 | tee /tmp/records/indexer_envelope/log.txt | tail -${ENV_TAIL:-70};;
@@ -72,7 +76,7 @@ for stage in "$@"; do
       mkdir -p /tmp/records/attention-envelope
       timeout ${ATTN_TIMEOUT:-300} python3 experiments/attention_envelope.py --out /tmp/records/attention-envelope \
         ${ATTN_ARGS:-} 2>&1 | tail -${ATTN_TAIL:-90};;
-    ncu) # Nsight Compute on NCU_CMD (a python script and its arguments) with NCU_ARGS (sections, -k, -c)
+    ncu) # Nsight Compute on NCU_CMD (python3's arguments, e.g. "-m kernelwright.tuning.moe once --seq-len 7") with NCU_ARGS (sections, -k, -c)
       mkdir -p /tmp/records
       timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
     hostprobe) # the MoE solution's host path inside the gate's worker, piece by piece

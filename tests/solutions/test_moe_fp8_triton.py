@@ -421,26 +421,23 @@ def test_config_table_dispatch():
 
 _AOT = r"""
 import json, sys
-sys.path.insert(0, sys.argv[2])
-import moe_variants as MV
-from kernelwright.solutions.moe_fp8_triton import configs
-if sys.argv[3] == "table":
-    MV.VARIANTS = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(configs.CONFIGS)}
+from kernelwright.tuning import moe
+if sys.argv[2] == "table":
+    variants = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(moe.read_table())}
 else:
-    MV.VARIANTS = {name: MV.VARIANTS[name] for name in sys.argv[3].split(",")}
-MV.aot(sys.argv[1])
+    variants = {name: moe.VARIANTS[name] for name in sys.argv[2].split(",")}
+moe.aot(sys.argv[1], variants)
 print("AOT-RESULT " + open(sys.argv[1] + "/aot.json").read().replace("\n", " "))
 """
 
 
 def _aot_results(tmp_path, variants: str) -> list:
-    """moe_variants.aot in a subprocess without the interpreter: one dict per compiled kernel."""
+    """kernelwright.tuning.moe.aot in a subprocess without the interpreter: one dict per compiled kernel."""
     ptxas = Path(importlib.import_module("triton").__file__).parent / "backends/nvidia/bin/ptxas"
     if not ptxas.exists():
         pytest.skip("Triton's bundled ptxas is not available")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    r = subprocess.run([sys.executable, "-c", _AOT, str(tmp_path), str(scripts), variants], env=env,
+    r = subprocess.run([sys.executable, "-c", _AOT, str(tmp_path), variants], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
     line = next(l for l in r.stdout.splitlines() if l.startswith("AOT-RESULT "))
