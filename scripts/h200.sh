@@ -60,7 +60,7 @@ for stage in "$@"; do
       timeout ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --json /tmp/records/$name.json 2>&1 | tee /tmp/records/$name.log | tail -${RT_TAIL:-25};;
     probe) # the gate's timed loop vs a micro-benchmark loop on the shipped MoE (PROBE_ARGS)
       mkdir -p /tmp/records
-      timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
+      timeout ${PROBE_TIMEOUT:-200} python3 experiments/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
       cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
     variants) # the MoE table sweep, python -m kernelwright.tuning.moe sweep with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"),
               # records under /tmp/records/${VAR_NAME:-variants}
@@ -81,25 +81,25 @@ for stage in "$@"; do
       timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
     hostprobe) # the MoE solution's host path inside the gate's worker, piece by piece
       mkdir -p /tmp/records
-      python3 scripts/moe_host_probe.py /tmp/moeprobe >/dev/null
+      python3 experiments/moe_host_probe.py /tmp/moeprobe >/dev/null
       timeout ${HP_TIMEOUT:-150} python3 -m kernelwright bench -d moe --no-shipped -s /tmp/moeprobe -w ${HP_WORKLOADS:-0,1,2} --trials 1 --out /tmp/kw-hostprobe 2>&1 | tail -8
       grep -rh "moe-probe" /tmp/kw-hostprobe/logs | tee /tmp/records/moe_host_probe.log | tail -20;;
     overhead) # launch overhead of events-idle timing in fresh / CUPTI-attached / profiled processes
       mkdir -p /tmp/records
-      timeout ${OH_TIMEOUT:-150} python3 scripts/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30
+      timeout ${OH_TIMEOUT:-150} python3 experiments/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30
       cp "$OUT/launch_overhead.json" /tmp/records/ 2>/dev/null;;
     cluster) # multi-GPU kinds only: pool throughput with 1 and 2 GPUs and cross-GPU agreement
       mkdir -p /tmp/records
       timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
-    gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (scripts/gluon_blockscale_probe.py)
+    gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (experiments/gluon_blockscale_probe.py)
       mkdir -p /tmp/records
-      timeout ${GP_TIMEOUT:-240} python3 scripts/gluon_blockscale_probe.py ${GP_ARGS:-} --json /tmp/records/gluon_blockscale_probe.json 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -40;;
-    swigluprobe) # the MoE GEMM1 tile (up/gate, SwiGLU) in Gluon with one K block in flight vs Triton (scripts/gluon_swiglu_probe.py)
+      timeout ${GP_TIMEOUT:-240} python3 experiments/gluon_blockscale_probe.py ${GP_ARGS:-} --json /tmp/records/gluon_blockscale_probe.json 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -40;;
+    swigluprobe) # the MoE GEMM1 tile (up/gate, SwiGLU) in Gluon with one K block in flight vs Triton (experiments/gluon_swiglu_probe.py)
       mkdir -p /tmp/records
-      timeout ${SP_TIMEOUT:-240} python3 scripts/gluon_swiglu_probe.py ${SP_ARGS:-} --json /tmp/records/gluon_swiglu_probe.json 2>&1 | tee /tmp/records/gluon_swiglu_probe.log | tail -30;;
-    integritycost) # what the red-team fixes cost per timed iteration and per message (scripts/integrity_cost.py)
+      timeout ${SP_TIMEOUT:-240} python3 experiments/gluon_swiglu_probe.py ${SP_ARGS:-} --json /tmp/records/gluon_swiglu_probe.json 2>&1 | tee /tmp/records/gluon_swiglu_probe.log | tail -30;;
+    integritycost) # what the red-team fixes cost per timed iteration and per message (experiments/integrity_cost.py)
       mkdir -p /tmp/records
-      python3 scripts/integrity_cost.py 2>&1 | tee /tmp/records/integrity_cost.txt;;
+      python3 experiments/integrity_cost.py 2>&1 | tee /tmp/records/integrity_cost.txt;;
     strict-margins) # issue 25: strict-verdict errors of the shipped solutions and the near-miss canaries at contest
                     # sizes (SM_LIMIT workloads per definition, spread over the set; SM_SEEDS draws each)
       mkdir -p /tmp/records

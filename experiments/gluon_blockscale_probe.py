@@ -24,8 +24,8 @@ in-flight product, `prev = cur`, drew an injected wait, C7517), and an unrolled 
 constexpr; with a runtime loop, the product in flight across the back edge drew C7514, every
 wgmma serialised).  Correctness and speed are for the GPU run below.
 
-    python scripts/gluon_blockscale_probe.py --aot        # CPU: sm_90a compile, registers, waits
-    python scripts/gluon_blockscale_probe.py               # GPU: correctness vs torch, then timing
+    python experiments/gluon_blockscale_probe.py --aot        # CPU: sm_90a compile, registers, waits
+    python experiments/gluon_blockscale_probe.py               # GPU: correctness vs torch, then timing
                                                            # against the same tile in plain Triton
 """
 from __future__ import annotations
