@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs on the H200 device machine (no registry there): installs the carried wheels, then one of
-# the stages below, writing logs and records under $OUT.  Usage: bash scripts/h200.sh STAGE...
+# Purpose: run measurement stages on the H200 device machine (bash scripts/h200.sh STAGE...).
+#
+# No registry there: it installs the carried wheels, then runs the stages below in order, writing
+# logs and records under $OUT (and /tmp/records, which the `pack` stage tars into $OUT).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
