@@ -414,7 +414,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Self-check of the kernelwright baselines on CUDA.")
     ap.add_argument("--definition", action="append", default=None,
                     help="definition name or alias (moe/indexer/attention); repeatable")
-    ap.add_argument("--baseline", action="append", default=None, help="only these folder names")
+    ap.add_argument("--baseline", action="append", default=None, help="only these baselines (keys: the folder name, <folder>_SUFFIX for manifest.SUFFIX.json)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
