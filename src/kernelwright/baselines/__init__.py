@@ -40,14 +40,10 @@ KINDS = ("complete", "lower_bound")
 # --------------------------------------------------------------------------- availability
 def _vllm_roots() -> List[Path]:
     """Folders of the top-level ``vllm`` package (the full wheel or the device-wheels extract),
-    found without importing it."""
-    try:
-        spec = importlib.util.find_spec("vllm")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(p) for p in spec.submodule_search_locations]
+    found without importing it (the vLLM baseline's own finder)."""
+    from kernelwright.baselines.moe_vllm_triton.vllm_fused_moe import vllm_roots
+
+    return vllm_roots()
 
 
 def _top_level(name: str) -> bool:

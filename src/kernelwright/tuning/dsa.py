@@ -345,48 +345,11 @@ def main(argv=None):
     if not SMOKE and attn_cases and not args.shipped_only:
         r.record("host", "T=8", "costs", lambda: host_costs(attn_cases[max(attn_cases)]))
 
-    # ---- attention
+    # ---- the shipped entry points in each launch mode, and the previous copies
     for tokens, case in attn_cases.items():
-        shape = f"T={tokens}"
-        A._entries.clear()
-        A.LAUNCH = "graph"
-        r.record("attention", shape, "shipped", lambda: r.full(case, attn_call(A, case), attn_check, attn_call(A, case)))
-        A._entries.clear()
-        A.LAUNCH = "direct"
-        if not args.shipped_only:
-            r.record("attention", shape, "shipped-direct", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep),
-                                                     "check_ev": [attn_check(case, s) for s in (0, 1)]})
-        A._entries.clear()
-        A.LAUNCH = None
-        if not args.shipped_only:
-            r.record("attention", shape, "shipped-eager", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep)})
-        A.LAUNCH = "graph"
-        A._entries.clear()
-        if "attention" in r.previous:
-            old = r.previous["attention"]
-            r.record("attention", shape, "previous", lambda: r.full(case, attn_call(old, case), attn_check, attn_call(old, case)))
-        r.save()
-    # ---- indexer
+        launch_modes(r, "attention", f"T={tokens}", case, A, attn_call, attn_check, args.shipped_only)
     for (batch, pages), case in idx_cases.items():
-        shape = f"{batch}x{pages}"
-        I._entries.clear()
-        I.LAUNCH = "graph"
-        r.record("indexer", shape, "shipped", lambda: r.full(case, idx_call(I, case), idx_check, idx_call(I, case)))
-        I._entries.clear()
-        I.LAUNCH = "direct"
-        if not args.shipped_only:
-            r.record("indexer", shape, "shipped-direct", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep),
-                                                     "check_ev": [idx_check(case, s) for s in (0, 1)]})
-        I._entries.clear()
-        I.LAUNCH = None
-        if not args.shipped_only:
-            r.record("indexer", shape, "shipped-eager", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep)})
-        I.LAUNCH = "graph"
-        I._entries.clear()
-        if "indexer" in r.previous:
-            old = r.previous["indexer"]
-            r.record("indexer", shape, "previous", lambda: r.full(case, idx_call(old, case), idx_check, idx_call(old, case)))
-        r.save()
+        launch_modes(r, "indexer", f"{batch}x{pages}", case, I, idx_call, idx_check, args.shipped_only)
     # ---- sweeps (device time of the configurations), while the budget lasts
     for tokens, case in attn_cases.items():
         default = A._split_config
@@ -421,6 +384,30 @@ def main(argv=None):
             print("profile failed:", exc)
     r.save()
     table(r.rows)
+
+
+def launch_modes(r, kernel, shape, case, mod, call, check, shipped_only):
+    """The shipped module ``mod`` through its launch cache ("shipped": a captured CUDA graph per
+    call signature), then (unless ``shipped_only``) with direct launches and eagerly, then the
+    previous copy of the kernel if one was given."""
+    mod._entries.clear()
+    mod.LAUNCH = "graph"
+    r.record(kernel, shape, "shipped", lambda: r.full(case, call(mod, case), check, call(mod, case)))
+    mod._entries.clear()
+    mod.LAUNCH = "direct"
+    if not shipped_only:
+        r.record(kernel, shape, "shipped-direct", lambda: {"ev": r.timer.events(lambda i: call(mod, case)(i % 2), case.prep),
+                                                         "check_ev": [check(case, s) for s in (0, 1)]})
+    mod._entries.clear()
+    mod.LAUNCH = None
+    if not shipped_only:
+        r.record(kernel, shape, "shipped-eager", lambda: {"ev": r.timer.events(lambda i: call(mod, case)(i % 2), case.prep)})
+    mod.LAUNCH = "graph"
+    mod._entries.clear()
+    if kernel in r.previous:
+        old = r.previous[kernel]
+        r.record(kernel, shape, "previous", lambda: r.full(case, call(old, case), check, call(old, case)))
+    r.save()
 
 
 def host_costs(case):
