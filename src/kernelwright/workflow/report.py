@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from kernelwright.workflow import runs as V
+from kernelwright.workflow import runs
 from kernelwright.workflow.state import State, loads
 
 STATUS_COLORS = {"promoted": "#2a9d4b", "not_better": "#e0a100", "rejected": "#c0392b", "skipped": "#999999",
@@ -134,13 +134,13 @@ def plot_curves(state: State) -> List[str]:
 def plot_workloads(state: State) -> Optional[str]:
     """Per-workload latency of the best vs the reference, the starting solution and baselines."""
     plt = _plt()
-    b = V.best(state)
+    b = runs.best(state)
     if b is None:
         return None
     rows = b["final"].get("public", {}).get("workloads", [])
     if not rows:
         return None
-    start = V.start_candidate(state)
+    start = runs.start_candidate(state)
     series = {f"best c{b['id']}": {r["uuid"]: r["latency_ms"] for r in rows},
               "reference": {r["uuid"]: r["reference_latency_ms"] for r in rows}}
     if start and start["id"] != b["id"]:
@@ -166,7 +166,7 @@ def plot_workloads(state: State) -> Optional[str]:
 def plot_lineage(state: State) -> Optional[str]:
     """Candidates in creation order (x) by latency (y, log); arrows from parents."""
     plt = _plt()
-    cands = [V.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
+    cands = [runs.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
     if not cands:
         return None
     pos = {}
@@ -259,8 +259,8 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     state = State(Path(run_dir))
     run = state.run()
     cfg = json.loads(run["config_json"])
-    b = V.best(state)
-    start = V.start_candidate(state)
+    b = runs.best(state)
+    start = runs.start_candidate(state)
     totals = state.totals()
     imp = (start["mean_latency_ms"] / b["mean_latency_ms"]) if (b and start and start.get("mean_latency_ms")
                                                                 and b.get("mean_latency_ms")) else None
@@ -292,7 +292,7 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     img = plot_lineage(state)
     if img:
         parts += ["<h2>Candidate lineage</h2>", f"<img src='{img}'>"]
-    cands = [V.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
+    cands = [runs.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
     parts.append(_table(["candidate", "origin", "attempt", "parents", "status", "check ×best", "final ×best",
                          "speedup ×ref", "mean µs", "reason"],
                         [[f"c{c['id']}", c["origin"], f"a{c['attempt_id']}" if c["attempt_id"] else "",
@@ -316,7 +316,7 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
                          for a in agents]))
     parts.append("<h2>Cycles and attempts</h2>")
     rows = []
-    for c in V.cycles_view(state):
+    for c in runs.cycles_view(state):
         rows.append([f"cycle {c['idx']}", c["status"], f"base c{c['base_candidate']}" if c["base_candidate"] else "",
                      c.get("error") or ""])
         for a in c["attempts"]:
@@ -325,8 +325,8 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     parts.append("<h2>Directions</h2>")
     parts.append(_table(["direction", "origin", "status", "consecutive fails", "research fails", "wins", "brief"],
                         [[d["name"], d["origin"], d["status"], d["failed_attempts"], d["research_failed_attempts"],
-                          d["successes"], (d["research_brief"] or "")[:300]] for d in V.directions_view(state)]))
-    prof = V.latest_profile(state, b["id"] if b else None)
+                          d["successes"], (d["research_brief"] or "")[:300]] for d in runs.directions_view(state)]))
+    prof = runs.latest_profile(state, b["id"] if b else None)
     if prof:
         parts += ["<h2>Profile of the current best</h2>", f"<pre>{html.escape(prof)}</pre>"]
     ops = state.rows("SELECT * FROM operator_events ORDER BY id")
