@@ -1,5 +1,5 @@
 """Can a block-scaled FP8 GEMM keep the next wgmma in flight while it promotes the previous one?
-(Prototype for the MoE prefill GEMMs, docs/kernels/moe.md v5 "Next"; not used by any solution.)
+(Prototype for the MoE prefill GEMMs, docs/history/moe.md, v5 "Next"; not used by any solution.)
 
 Triton 3.6 compiles ``acc += tl.dot(a, b) * scale`` to ``wgmma.wait_group 0`` after every 128-K
 block, so the tensor cores idle while the fp32 promotion runs.  This Gluon kernel issues the MMA of
