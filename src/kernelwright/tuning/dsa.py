@@ -47,8 +47,8 @@ import triton
 from kernelwright.definitions import get as get_definition
 from kernelwright.definitions.dsa_indexer import reference as idx_reference
 from kernelwright.inputs import make_generator
-from kernelwright.solutions.dsa_attention_triton import kernel as A
-from kernelwright.solutions.dsa_indexer_triton import kernel as I
+from kernelwright.solutions.dsa_attention_triton import kernel as attention_kernel
+from kernelwright.solutions.dsa_indexer_triton import kernel as indexer_kernel
 from kernelwright.trace import RandomInput, Workload
 from kernelwright.tuning.timer import Timer
 
@@ -219,19 +219,19 @@ def idx_call(mod, case):
 def idx_override(batch, pages, sweep):
     """Monkeypatch the indexer module for one sweep point; returns (label, undo)."""
     tile = triton.next_power_of_2(pages * PS)
-    saved = (I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS)
+    saved = (indexer_kernel._fused_config, indexer_kernel._SPLIT_TILES, indexer_kernel._SPLIT_TOPK_WARPS)
     if sweep[0] == "fused":
         cfg = idx_cfg(batch, pages, *sweep[1:])
-        I._fused_config = lambda b_, p_, t_, c=cfg: c
-        I._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
+        indexer_kernel._fused_config = lambda b_, p_, t_, c=cfg: c
+        indexer_kernel._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
         label = f"fused{cfg}"
     else:
-        I._SPLIT_TILES = saved[1] + (tile,)
-        I._SPLIT_TOPK_WARPS = sweep[1]
+        indexer_kernel._SPLIT_TILES = saved[1] + (tile,)
+        indexer_kernel._SPLIT_TOPK_WARPS = sweep[1]
         label = f"split(topk warps {sweep[1]})"
 
     def undo():
-        I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS = saved
+        indexer_kernel._fused_config, indexer_kernel._SPLIT_TILES, indexer_kernel._SPLIT_TOPK_WARPS = saved
     return label, undo
 
 
@@ -240,7 +240,7 @@ def idx_cfg(batch, pages, ppd, pivots):
     groups = triton.cdiv(pages, ppd)
     warps = 4 * ppd
     gpp = 1
-    while gpp < I._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > I._FUSED_TARGET_WARPS // warps:
+    while gpp < indexer_kernel._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > indexer_kernel._FUSED_TARGET_WARPS // warps:
         gpp *= 2
     return (ppd, gpp, warps, pivots)
 
@@ -291,24 +291,24 @@ def precompile(attn_cases, idx_cases):
     first call), in parallel threads (Triton's async compile)."""
     t = time.time()
     jobs = []
-    default_split = A._split_config
-    default_fused = I._fused_config
+    default_split = attention_kernel._split_config
+    default_fused = indexer_kernel._fused_config
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
         for tokens, case in attn_cases.items():
             for cfg in [None] + ATTN_SWEEP.get(tokens, []):
-                A._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
+                attention_kernel._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
                 try:
-                    A._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True)
+                    attention_kernel._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True)
                     jobs.append(("attn", tokens, cfg))
                 except Exception as exc:
                     print("precompile attn", tokens, cfg, exc)
-        A._split_config = default_split
+        attention_kernel._split_config = default_split
         for (batch, pages), case in idx_cases.items():
             tile = triton.next_power_of_2(pages * PS)
             for sw in [None] + IDX_SWEEP.get(tile, []):
                 undo = (lambda: None) if sw is None else idx_override(batch, pages, sw)[1]
                 try:
-                    I._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
+                    indexer_kernel._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
                     jobs.append(("idx", (batch, pages), sw))
                 except Exception as exc:
                     print("precompile idx", batch, pages, sw, exc)
@@ -347,19 +347,19 @@ def main(argv=None):
 
     # ---- the shipped entry points in each launch mode, and the previous copies
     for tokens, case in attn_cases.items():
-        launch_modes(r, "attention", f"T={tokens}", case, A, attn_call, attn_check, args.shipped_only)
+        launch_modes(r, "attention", f"T={tokens}", case, attention_kernel, attn_call, attn_check, args.shipped_only)
     for (batch, pages), case in idx_cases.items():
-        launch_modes(r, "indexer", f"{batch}x{pages}", case, I, idx_call, idx_check, args.shipped_only)
+        launch_modes(r, "indexer", f"{batch}x{pages}", case, indexer_kernel, idx_call, idx_check, args.shipped_only)
     # ---- sweeps (device time of the configurations), while the budget lasts
     for tokens, case in attn_cases.items():
-        default = A._split_config
+        default = attention_kernel._split_config
         for cfg in ATTN_SWEEP.get(tokens, []):
             if r.left() < 40:
                 break
-            A._split_config = lambda t_, k_, c=cfg: c
-            launch = lambda s: A._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
+            attention_kernel._split_config = lambda t_, k_, c=cfg: c
+            launch = lambda s: attention_kernel._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
             r.record("attention", f"T={tokens}", f"cfg{cfg}", lambda: r.sweep_point(case, launch, attn_check))
-        A._split_config = default
+        attention_kernel._split_config = default
         r.save()
 
     for (batch, pages), case in idx_cases.items():
@@ -368,7 +368,7 @@ def main(argv=None):
             if r.left() < 20:
                 break
             label, undo = idx_override(batch, pages, sw)
-            launch = lambda s: I._launch(**case.sets[s], topk_indices=case.outs[s][0])
+            launch = lambda s: indexer_kernel._launch(**case.sets[s], topk_indices=case.outs[s][0])
             try:
                 r.record("indexer", f"{batch}x{pages}", label, lambda: r.sweep_point(case, launch, idx_check))
             finally:
@@ -415,7 +415,7 @@ def host_costs(case):
     capture check, and back-to-back cached calls (graph / direct) per call."""
     a = case.sets[0]
     o, l = case.outs[0]
-    sig = A._sig
+    sig = attention_kernel._sig
     n = 2000
     t = time.perf_counter()
     for _ in range(n):
@@ -427,9 +427,9 @@ def host_costs(case):
         torch.cuda.is_current_stream_capturing()
     res["capturing_check_us"] = (time.perf_counter() - t) / n * 1e6
     for mode in ("graph", "direct", None):
-        A.LAUNCH = mode
-        A._entries.clear()
-        f = lambda: A.run(**a, output=o, lse=l)
+        attention_kernel.LAUNCH = mode
+        attention_kernel._entries.clear()
+        f = lambda: attention_kernel.run(**a, output=o, lse=l)
         f()
         f()
         torch.cuda.synchronize()
@@ -438,8 +438,8 @@ def host_costs(case):
             f()
         torch.cuda.synchronize()
         res[f"back_to_back_{mode}_us"] = (time.perf_counter() - t) / 200 * 1e6
-    A.LAUNCH = "graph"
-    A._entries.clear()
+    attention_kernel.LAUNCH = "graph"
+    attention_kernel._entries.clear()
     return res
 
 
@@ -448,7 +448,7 @@ def profile_kernels(attn_cases, idx_cases, deadline):
     from torch.profiler import ProfilerActivity, profile
 
     result = {}
-    for label, cases, mod, call in (("attention", attn_cases, A, attn_call), ("indexer", idx_cases, I, idx_call)):
+    for label, cases, mod, call in (("attention", attn_cases, attention_kernel, attn_call), ("indexer", idx_cases, indexer_kernel, idx_call)):
         for key, case in cases.items():
             if time.time() > deadline:
                 break

@@ -527,13 +527,13 @@ def _launched_kernels(module):
                  if isinstance(o, JITFunction) and n.endswith(("_kernel", "_epilogue")))
 
 
-def precompile(K, cases, previous):
+def precompile(moe_kernel, cases, previous):
     """Compile every variant (and the previous solution's kernels) up front, in parallel threads
     (Triton's async compile)."""
-    from kernelwright.solutions.moe_fp8_triton import routing as KR
+    from kernelwright.solutions.moe_fp8_triton import routing as moe_routing
 
     t = time.time()
-    mods = [(m, _launched_kernels(m)) for m in (K, KR)]
+    mods = [(m, _launched_kernels(m)) for m in (moe_kernel, moe_routing)]
     if previous is not None:
         routing = sys.modules[previous.__name__.rsplit(".", 1)[0] + ".routing"]
         mods += [(m, _launched_kernels(m)) for m in (previous, routing)]
@@ -549,7 +549,7 @@ def precompile(K, cases, previous):
                 if case is None:
                     continue
                 try:
-                    K._forward(**case.sets[0], output=case.outs[0], cfg=normalized_config(K, cfg, case))
+                    moe_kernel._forward(**case.sets[0], output=case.outs[0], cfg=normalized_config(moe_kernel, cfg, case))
                     jobs += 1
                 except Exception as exc:
                     print("precompile", name, exc, flush=True)
@@ -566,14 +566,14 @@ def precompile(K, cases, previous):
     print(f"precompiled {jobs} configurations in {time.time() - t:.1f} s", flush=True)
 
 
-def normalized_config(K, cfg, case):
+def normalized_config(moe_kernel, cfg, case):
     """The config as run() normalises it (K-step clamps), for direct _forward calls."""
     cfg = dict(cfg)
     H = case.sets[0]["hidden_states"].shape[1]
     I = case.sets[0]["gemm2_weights"].shape[2]
     if cfg["G1_BLOCK_K"] >= 128:
-        cfg["G1_BLOCK_K"] = K._largest_divisor_tile(H, cfg["G1_BLOCK_K"])
-    cfg["G2_BLOCK_K"] = max(cfg["QG"], K._largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+        cfg["G1_BLOCK_K"] = moe_kernel._largest_divisor_tile(H, cfg["G1_BLOCK_K"])
+    cfg["G2_BLOCK_K"] = max(cfg["QG"], moe_kernel._largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
     cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))     # as run() fills it in
     return cfg
 
@@ -594,7 +594,7 @@ def sweep(args) -> None:
         VALIDATE = [(2, 0), (9, 32)]
     t0 = time.time()
     from kernelwright.definitions import get
-    from kernelwright.solutions.moe_fp8_triton import kernel as K
+    from kernelwright.solutions.moe_fp8_triton import kernel as moe_kernel
 
     print(torch.cuda.get_device_name() if not SMOKE else "cpu", "torch", torch.__version__,
           "triton", triton.__version__, flush=True)
@@ -613,7 +613,7 @@ def sweep(args) -> None:
     print(f"inputs + references ready at {time.time() - t0:.1f} s", flush=True)
     previous = load_pkg(args.previous, "moe_previous") if args.previous else None
     if not SMOKE:
-        precompile(K, cases, previous)
+        precompile(moe_kernel, cases, previous)
     timer = Timer(DEV, SMOKE)
     rows = []
     out = Path(args.out)
@@ -626,16 +626,16 @@ def sweep(args) -> None:
         case = cases[T]
         row = {"T": T, "variant": name}
         try:
-            call = lambda i: K.run(**case.sets[i % 2], output=case.outs[i % 2], config=cfg)
+            call = lambda i: moe_kernel.run(**case.sets[i % 2], output=case.outs[i % 2], config=cfg)
             row["ev"] = timer.loop(call, case.prep, busy=False, warm=WARM, n=N)
             row["dev"] = timer.loop(call, case.prep, busy=True, warm=1, n=12)
             m = []
             for s in (0, 1):
                 case.prep_set(s, s)
-                K.run(**case.sets[s], output=case.outs[s], config=cfg)       # graph replay
+                moe_kernel.run(**case.sets[s], output=case.outs[s], config=cfg)       # graph replay
                 m.append(case.check(s))
             case.prep_set(0, 0)
-            K.run(**case.sets[0], output=case.outs[0], config=cfg, graph=False)
+            moe_kernel.run(**case.sets[0], output=case.outs[0], config=cfg, graph=False)
             m.append(case.check(0))
             row["matched"] = min(m)
         except Exception as exc:
@@ -643,7 +643,7 @@ def sweep(args) -> None:
             traceback.print_exc(limit=4)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        K._graphs.clear()
+        moe_kernel._graphs.clear()
         return row
 
     # the previous solution exactly as it shipped (eager) and the shipped table, at every T
@@ -660,7 +660,7 @@ def sweep(args) -> None:
             print(json.dumps(row), flush=True)
         row = {"T": T, "variant": "shipped-eager"}
         try:
-            row["ev"] = timer.loop(lambda i: K.run(**case.sets[i % 2], output=case.outs[i % 2],
+            row["ev"] = timer.loop(lambda i: moe_kernel.run(**case.sets[i % 2], output=case.outs[i % 2],
                                                    graph=False), case.prep, busy=False, warm=WARM, n=N)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -712,7 +712,7 @@ def sweep(args) -> None:
 
         saved = configs.CONFIGS
         configs.CONFIGS = tuple(merged)
-        K._graphs.clear()
+        moe_kernel._graphs.clear()
         template = wls[57]
         for T, off in VALIDATE:
             if time.time() - t0 > args.budget + 40:
@@ -728,17 +728,17 @@ def sweep(args) -> None:
                     case.prep_set(0, s_)
                     if s_ == 1:
                         case.refs[0] = builtin.reference(**case.sets[0]).float()
-                    K.run(**case.sets[0], output=case.outs[0])          # eager+capture, replay
+                    moe_kernel.run(**case.sets[0], output=case.outs[0])          # eager+capture, replay
                     m.append(case.check(0))
                 case.prep_set(1, 1)
-                K.run(**case.sets[1], output=case.outs[1], graph=False)
+                moe_kernel.run(**case.sets[1], output=case.outs[1], graph=False)
                 m.append(case.check(1))
                 valid[T] = min(m)
             except Exception as exc:
                 valid[T] = f"{type(exc).__name__}: {str(exc)[:200]}"
                 traceback.print_exc(limit=4)
             print("validate", T, off, valid[T], flush=True)
-            K._graphs.clear()
+            moe_kernel._graphs.clear()
         configs.CONFIGS = saved
     passed = bool(valid) and all(isinstance(v, float) and v >= 0.93 for v in valid.values()
                                  if v != "skipped (time)")
@@ -774,7 +774,7 @@ def profile_once(seq_len: int, calls: int) -> float:
     events).  Raises ValueError when no contest workload has that seq_len."""
     from kernelwright import definitions
     from kernelwright.gate import fresh
-    from kernelwright.solutions.moe_fp8_triton import kernel as K
+    from kernelwright.solutions.moe_fp8_triton import kernel as moe_kernel
 
     d = definitions.get("moe")
     w = next((w for w in d.public_workloads() if w.axes["seq_len"] == seq_len), None)
@@ -786,7 +786,7 @@ def profile_once(seq_len: int, calls: int) -> float:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(calls):
         start.record()
-        K.run(**ins, output=out, graph=False)
+        moe_kernel.run(**ins, output=out, graph=False)
         end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) * 1e3
