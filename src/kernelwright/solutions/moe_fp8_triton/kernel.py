@@ -296,8 +296,8 @@ def _graph_key(routing_logits, routing_bias, hidden_states, hidden_states_scale,
     addressing), both scalars and the config (without an explicit config the config is a function
     of the shapes).  One flat tuple written out, no loop: it runs on every call, on the host,
     before the GPU has anything to do, and right after the gate's per-iteration work the host's
-    caches are cold (results/h200/2026-11-29-v5/diagnostics/moe_host_probe.log: 25-29 µs for the
-    earlier, looped form of this key in the gate's worker, 11-13 µs when computed again at once)."""
+    caches are cold (a looped form of this key took 25-29 µs there, 11-13 µs when computed again
+    at once: results/h200/2026-11-29-v5/diagnostics/moe_host_probe.log)."""
     return (hidden_states.data_ptr(), hidden_states.shape, output.data_ptr(), output.shape,
             routing_logits.data_ptr(), routing_logits.shape, routing_bias.data_ptr(), routing_bias.shape,
             hidden_states_scale.data_ptr(), hidden_states_scale.shape, gemm1_weights.data_ptr(),
