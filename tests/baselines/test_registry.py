@@ -194,7 +194,8 @@ def test_packed_solution_imports_like_the_gate(entry, tmp_path, monkeypatch):
 def test_two_manifests_of_one_folder_pack_the_same_sources():
     """A folder's manifest.SUFFIX.json is the baseline <folder>_SUFFIX: same kernel.py, its own entry."""
     for key, other in (("indexer_deepgemm_flashinfer", "indexer_deepgemm_flashinfer_premeta"),
-                       ("attention_flashinfer_mla_fa3", "attention_flashinfer_mla_fa3_preplanned")):
+                       ("attention_flashinfer_mla_fa3", "attention_flashinfer_mla_fa3_preplanned"),
+                       ("moe_deepgemm_triton", "moe_deepgemm_triton_gemms_only")):
         a, b = get_baseline(key), get_baseline(other)
         assert a.folder == b.folder and a.solution.sources == b.solution.sources
         assert a.solution.name != b.solution.name and a.solution.spec.entry_point != b.solution.spec.entry_point
