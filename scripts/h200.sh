@@ -37,8 +37,9 @@ for stage in "$@"; do
       python3 -c "import pydantic; print('pydantic', pydantic.VERSION)";;
     device-info) kw device-info --measure 2>&1 | tee "$OUT/device-info.txt";;
     gpu-tests) python3 -m pytest -q -m gpu -s ${GPU_TESTS:-tests/solutions} 2>&1 | tee "$OUT/gpu-tests.log" | tail -${GPU_TAIL:-60};;
-    clock) # the device-time clock's own GPU tests (blocking kernel, exclusivity, time limit, a gate run)
+    clock) # the device-time clock: hold lengths with and without another stream's kernel, then its GPU tests
       mkdir -p /tmp/records
+      python3 experiments/hold_probe.py 2>&1 | tee /tmp/records/hold-probe.log | tail -12
       python3 -m pytest -q -m gpu -s tests/gate/test_device_clock.py 2>&1 | tee /tmp/records/clock-tests.log | tail -${CLOCK_TAIL:-25};;
     selfcheck) timeout ${SELFCHECK_TIMEOUT:-240} python3 -m kernelwright.baselines.selfcheck --out "$OUT/selfcheck" 2>&1 | tee "$OUT/selfcheck.log" | tail -${SELFCHECK_TAIL:-60};;
     smoke) kw bench -d indexer -d attention --limit 4 --out "$OUT/smoke" 2>&1 | tail -40;;

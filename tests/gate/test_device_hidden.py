@@ -68,6 +68,7 @@ def test_measure_needs_cuda():
 def test_hidden_salt_file_and_env(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path))
     monkeypatch.delenv("KERNELWRIGHT_HIDDEN_SALT", raising=False)
+    monkeypatch.setattr(hidden, "_from_environment", None)
     salt = hidden.hidden_salt()
     path = tmp_path / "hidden_salt"
     assert len(salt) == 64 and path.read_text().strip() == salt

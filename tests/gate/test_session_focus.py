@@ -36,14 +36,14 @@ def test_focus_stops_the_other_workers_and_requests_resume_them(tmp_path):
     try:
         assert a.start().get("ok") and b.start().get("ok")
         focus([a, b], a)
-        assert _state(b.proc.pid) == "T" and _state(a.proc.pid, wait_s=0) != "T"
+        assert _state(b.worker_pid) == "T" and _state(a.worker_pid, wait_s=0) != "T"
         assert time_only(SolutionRun(a, requires_kernel=False, label="a"), ctx) > 0
-        assert _state(b.proc.pid) == "T"                       # stayed stopped while a was timed
+        assert _state(b.worker_pid) == "T"                       # stayed stopped while a was timed
         # a request to a stopped worker resumes it first (no deadlock if a caller forgets focus)
         assert time_only(SolutionRun(b, requires_kernel=False, label="b"), ctx) > 0
-        assert _state(b.proc.pid, wait_s=0) != "T"
+        assert _state(b.worker_pid, wait_s=0) != "T"
         focus([a, b], b)
-        assert _state(a.proc.pid) == "T"
+        assert _state(a.worker_pid) == "T"
     finally:
         a.close()
         b.close()

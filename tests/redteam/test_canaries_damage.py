@@ -99,3 +99,28 @@ def test_contest_rule_flag_passes_what_only_the_strict_rule_rejects(tmp_path):
     assert contest.passed, contest.evaluation.log[-500:]
     extra = contest.evaluation.correctness.extra
     assert extra["rule"] == "contest" and extra["strict"]["output"]["rel_l2"] == pytest.approx(0.25, abs=0.01)
+
+
+def test_zeroing_the_tokens_with_the_smallest_activation_scales_is_rejected():
+    """Issue 22, class 6: MoE outputs with the 10 % of tokens whose activation scales are smallest
+    zeroed pass the contest rule (90 % matched) and are rejected by the default (strict) verdict."""
+    b = definitions.get("moe").quick_variant()
+    judged = 0
+    for w in b.public_workloads():
+        for seed in SEEDS:
+            inputs = b.make_inputs(b.definition, w, make_generator(seed, "cpu"), torch.device("cpu"))
+            expected = normalize_outputs(b.reference(**inputs), b.definition.output_names)
+            name = b.definition.output_names[0]
+            tokens = expected[name].shape[0]
+            scale = inputs["hidden_states_scale"].float()
+            per_token = scale.amax(dim=0) if scale.shape[-1] == tokens else scale.amax(dim=-1)
+            smallest = torch.argsort(per_token)[:max(1, tokens // 10)]
+            if tokens < 10 or not bool((expected[name][smallest].float().abs().sum(-1) > 0).any()):
+                continue
+            damaged = {k: v.clone() for k, v in expected.items()}
+            damaged[name][smallest] = 0
+            assert check_outputs(b.checker, damaged, expected, b.tolerance.contest_only(), inputs).passed
+            verdict = check_outputs(b.checker, damaged, expected, b.tolerance, inputs)
+            assert not verdict.passed and verdict.reason == "STRICT_TOLERANCE"
+            judged += 1
+    assert judged >= 3

@@ -238,6 +238,17 @@ def all_baselines(definition_name: Optional[str] = None) -> List[BaselineEntry]:
     return [e for e in entries if e.definition == name]
 
 
+def catalogue() -> List[Tuple[str, str, str]]:
+    """(key, label, definition) of every baseline, read from the manifests alone (no solution is
+    packed and nothing heavy imported: ``kernelwright bench --help`` lists them)."""
+    out = []
+    for manifest in sorted(BASELINES_ROOT.glob("*/manifest.json")):
+        meta = json.loads(manifest.read_text())
+        out.append((manifest.parent.name, meta.get("label", meta.get("name", manifest.parent.name)),
+                    meta.get("definition", "")))
+    return out
+
+
 def get_baseline(key: str) -> BaselineEntry:
     """One baseline by folder name.  Raises KeyError with the known names."""
     for e in _all_entries():
@@ -246,4 +257,4 @@ def get_baseline(key: str) -> BaselineEntry:
     raise KeyError(f"unknown baseline {key!r} (known: {', '.join(e.key for e in _all_entries())})")
 
 
-__all__ = ["BaselineEntry", "LoadedBaseline", "KINDS", "all_baselines", "get_baseline"]
+__all__ = ["BaselineEntry", "LoadedBaseline", "KINDS", "all_baselines", "catalogue", "get_baseline"]

@@ -19,11 +19,13 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from kernelwright.cli import helpstyle
 from kernelwright.cli.common import (
     UsageError, check_selectors, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device,
     write_json,
 )
 
+helpstyle.install()   # help without typer's <bool>/<list[str]> placeholders
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
                   help="Correctness-gated kernel workbench for LLM-serving operators (FlashInfer-Trace compatible).")
 console = Console(width=None if Console().is_terminal else 160)
@@ -52,19 +54,36 @@ def defs_cmd() -> None:
     console.print(table)
 
 
-def _builtins(names: Optional[List[str]], quick: bool, include_demo: bool = False):
+def _targets(names: Optional[List[str]], quick: bool, workload_file: Optional[Path], trace_set: Optional[Path],
+             include_demo: bool = False):
+    """What a bench runs: each ``-d`` (a name, a definition file, a TraceSet folder read only) or
+    every definition of ``--trace-set`` (those named by ``-d`` there), else the contest three."""
     from kernelwright import definitions
+    from kernelwright.cli import sources
 
-    chosen = [definitions.resolve(n) for n in names] if names else definitions.all_builtins(include_demo=include_demo)
-    return [b.quick_variant() if quick and not b.name.endswith("__quick") else b for b in chosen]
+    if trace_set is not None:
+        ts = sources.load_trace_set(trace_set)
+        return [sources.from_trace_set(ts, n, quick, workload_file) for n in sources.trace_set_names(ts, names)]
+    if not names:
+        chosen = definitions.all_builtins(include_demo=include_demo)
+        return [sources.definition_option(b.name, quick, workload_file) for b in chosen]
+    targets = []
+    for n in names:
+        if Path(n).is_dir():
+            ts = sources.load_trace_set(Path(n))
+            targets += [sources.from_trace_set(ts, d, quick, workload_file, receive=False)
+                        for d in sources.trace_set_names(ts, None)]
+        else:
+            targets.append(sources.definition_option(n, quick, workload_file))
+    return targets
 
 
 def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optional[int], trials: Optional[int],
-            fast_unsafe: bool, contest_rule: bool = False):
+            fast_unsafe: bool, contest_rule: bool = False, tolerance: Optional[dict] = None):
     from kernelwright.gate.evaluate import GateConfig
 
     return GateConfig.preset(device, quick, warmup=warmup, iterations=iterations, trials=trials,
-                             guards=not fast_unsafe, contest_rule=contest_rule)
+                             guards=not fast_unsafe, contest_rule=contest_rule, **(tolerance or {}))
 
 
 CONTEST_RULE_HELP = ("Judge correctness by the FlashInfer-Bench (contest) rule alone; by default a check must also pass "
@@ -77,7 +96,7 @@ def verdict_meta(builtins, cfg) -> dict:
     and each definition's thresholds."""
     per = {}
     for b in builtins:
-        tol = b.tolerance.contest_only() if cfg.contest_rule else b.tolerance
+        tol = cfg.tolerance_for(b.tolerance.contest_only() if cfg.contest_rule else b.tolerance)
         strict = tol.strict
         per[b.name] = {"rule": tol.rule,
                        "contest": {"atol": tol.atol, "rtol": tol.rtol, "required_matched_ratio": tol.required_matched_ratio},
@@ -85,6 +104,44 @@ def verdict_meta(builtins, cfg) -> dict:
                                                               "max_row_rel_l2": strict.max_row_rel_l2,
                                                               "row_axes": strict.row_axes}}
     return {"contest_rule_only": cfg.contest_rule, "definitions": per}
+
+
+# -- options eval and bench share ----------------------------------------------------------
+def _opt_workload_file():
+    return typer.Option(None, "--workload-file", metavar="FILE.jsonl",
+                        help="FlashInfer-Bench workload lines (JSONL) to run instead of the definition's own; "
+                             "safetensors paths are relative to the TraceSet the file is in, else to its folder. "
+                             "(-w/--workloads selects among them by uuid prefix or index.)")
+
+
+def _opt_trace_set():
+    return typer.Option(None, "--trace-set", metavar="DIR",
+                        help="A FlashInfer-Bench TraceSet: its definitions and workloads are evaluated, and the "
+                             "traces (traces/<op_type>/<definition>.jsonl) and solution entries are added to it.")
+
+
+def _opt_tolerance(flag: str, what: str):
+    return typer.Option(None, flag, min=0.0, help=f"{what} for every check instead of the definition's (recorded in "
+                                                  "each trace; a looser one marks the table row).")
+
+
+def _opt_timeout():
+    return typer.Option(None, "--timeout", min=1.0, metavar="SECONDS",
+                        help="Per-call limit: a call of the solution (a correctness trial or one timed iteration) "
+                             "that runs longer is TIMEOUT and the run goes on (default 300 s per call, 600 s "
+                             "per timing phase).")
+
+
+def _tolerance(atol: Optional[float], rtol: Optional[float], ratio: Optional[float]) -> dict:
+    if ratio is not None and ratio > 1:
+        raise UsageError(f"--required-matched-ratio {ratio:g}: must be between 0 and 1")
+    return {"atol": atol, "rtol": rtol, "required_matched_ratio": ratio}
+
+
+def _timeouts(timeout: Optional[float]):
+    from kernelwright.gate.session import Timeouts
+
+    return Timeouts.per_call(timeout)
 
 
 def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "",
@@ -140,23 +197,51 @@ def _default_out(device: str) -> Path:
     return Path("kw-results") / f"bench-{device}-{stamp}"
 
 
-@app.command("bench")
+def baselines_epilog() -> str:
+    """The ``bench --help`` epilog: every baseline by key and label (from the manifests)."""
+    from rich.markup import escape
+
+    try:
+        from kernelwright.baselines import catalogue
+
+        entries = catalogue()
+    except Exception as exc:   # a broken manifest must not break --help
+        return f"Baselines: not listed ({type(exc).__name__}: {exc})."
+    short = {b.name: b.short for b in _all_definitions()}
+    lines = [f"  {escape(key)} ({escape(short.get(definition, definition))}): {escape(label)}"
+             for key, label, definition in entries]
+    return "Baselines that --baselines runs, by key (definition): label\n" + "\n".join(lines)
+
+
+def _all_definitions():
+    from kernelwright import definitions
+
+    return definitions.all_builtins()
+
+
+@app.command("bench", epilog=baselines_epilog())
 @one_line_errors
 def bench_cmd(
-    definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition name or alias (repeatable); default: the three contest definitions."),
+    definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition (repeatable): a name or alias, a FlashInfer-Bench definition JSON (with --workload-file) or a TraceSet folder (read only); with --trace-set, definitions of that set.  Default: the three contest definitions, or every definition of --trace-set that has workloads."),
     solution: Optional[List[Path]] = typer.Option(None, "--solution", "-s", help="Extra solution folder or Solution JSON to include (repeatable)."),
-    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA, vLLM's Triton MoE), interleaved on the same inputs."),
-    baseline_keys: Optional[List[str]] = typer.Option(None, "--baseline", help="Only this baseline (a folder name under kernelwright/baselines, e.g. moe_vllm_triton; repeatable); implies --baselines."),
+    baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA, vLLM's Triton MoE; listed below), interleaved on the same inputs."),
+    baseline_keys: Optional[List[str]] = typer.Option(None, "--baseline", help="Only this baseline (a key listed below, e.g. moe_vllm_triton; repeatable); implies --baselines."),
     no_shipped: bool = typer.Option(False, "--no-shipped", help="Leave out kernelwright's shipped solutions."),
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
+    workload_file: Optional[Path] = _opt_workload_file(),
+    trace_set: Optional[Path] = _opt_trace_set(),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads per definition."),
     sweep: bool = typer.Option(False, "--sweep", help="The serving-envelope workloads instead of the contest ones: indexer batch 1-64 x context 4K-128K (30), attention T = 1-128 of one request at 1K-128K context (27), moe T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224 (30)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
     warmup: Optional[int] = typer.Option(None, min=0, help="Warm-up iterations per trial (default 10)."),
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
+    atol: Optional[float] = _opt_tolerance("--atol", "Absolute tolerance"),
+    rtol: Optional[float] = _opt_tolerance("--rtol", "Relative tolerance"),
+    required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
+    timeout: Optional[float] = _opt_timeout(),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
     contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
     pool: Optional[int] = typer.Option(None, "--pool", min=0, help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
@@ -165,7 +250,8 @@ def bench_cmd(
     """Evaluate solutions on every workload of each definition and print one table per definition.
 
     With no arguments, on a CUDA machine: the shipped solutions on all 170 contest workloads,
-    against the PyTorch references.  Traces (FlashInfer-Trace JSONL) and summary.json go to --out.
+    against the PyTorch references.  Traces (FlashInfer-Trace JSONL) and summary.json go to --out;
+    with --trace-set also into the TraceSet (its own solutions for each definition run too).
     """
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.solutions import shipped_solutions
@@ -179,34 +265,64 @@ def bench_cmd(
         except KeyError as exc:
             raise UsageError(f"--baseline: {exc.args[0]}") from None
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
-    builtins = _builtins(definition, quick, include_demo=bool(definition))
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule)
-    plans = []
-    for b in builtins:
-        base_name = b.name.replace("__quick", "")
+    targets = _targets(definition, quick, workload_file, trace_set, include_demo=bool(definition))
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule,
+                  _tolerance(atol, rtol, required_matched_ratio))
+    extra = [(path, load_solution(path)) for path in solution or []]
+    plans, receivers = [], {}
+    for target in targets:
+        b = target.builtin
+        base_name = b.base_name
+        if target.workloads == []:
+            console.print(f"[yellow]no workload of {b.name} in {workload_file or trace_set}; skipped[/yellow]")
+            continue
         cands = []
         if not no_shipped:
             cands += [Candidate(s, s.name) for s in shipped_solutions(base_name)]
-        for path in solution or []:
-            sol = load_solution(path)
-            if sol.definition == base_name:
-                if any(c.solution.name == sol.name for c in cands):
-                    raise UsageError(f"{path}: solution name {sol.name!r} is already taken by another solution "
-                                     "in this run (a shipped one?): give it its own name in manifest.json")
-                cands.append(Candidate(sol, sol.name))
+        own = [s for s in (target.trace_set.solutions.values() if target.trace_set else []) if s.definition == base_name]
+        for path, sol in [(None, s) for s in own] + extra:
+            if sol.definition != base_name:
+                continue
+            taken = next((c for c in cands if c.solution.name == sol.name), None)
+            if taken is not None:
+                if path is None and taken.solution.content_hash() == sol.content_hash():
+                    continue   # the TraceSet holds a copy of a shipped solution
+                raise UsageError(f"{path or 'the TraceSet'}: solution name {sol.name!r} is already taken by another "
+                                 "solution in this run (a shipped one?): give it its own name in manifest.json")
+            if target.trace_set is not None and target.trace_set.solution_conflict(sol):
+                raise UsageError(target.trace_set.solution_conflict(sol))
+            cands.append(Candidate(sol, sol.name))
         if baselines or baseline_keys:
             cands += _baseline_candidates(base_name, device, baseline_keys)
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue
-        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep, strict=len(builtins) == 1), cands))
+        plans.append(BenchPlan(b, pick_workloads(b, workloads, limit, sweep=sweep, strict=len(targets) == 1,
+                                                 available=target.workloads), cands))
+        if target.trace_set is not None:
+            receivers[b.name] = target.trace_set
     if not plans:
         raise UsageError("nothing to run: no solution matches the selected definitions")
     check_selectors(workloads, [p.workloads for p in plans])
     plans = [p for p in plans if p.workloads]
     out = out or _default_out(device)
-    result = _run_plans(plans, cfg, out, "bench", pool=pool, ray=ray)
-    _finish(result, plans, cfg, out)
+    result = _run_plans(plans, cfg, out, "bench", timeouts=_timeouts(timeout), pool=pool, ray=ray)
+    _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": timeout})
+    _to_trace_sets(receivers, plans, result)
+
+
+def _to_trace_sets(receivers, plans, result) -> None:
+    """Append each plan's traces (and solutions, and a quick variant's definition) to the TraceSet
+    it came from (``--trace-set``)."""
+    from kernelwright.report.traceset import append_run
+
+    for ts in {id(t): t for t in receivers.values()}.values():
+        mine = [p for p in plans if receivers.get(p.builtin.name) is ts]
+        done = append_run(ts, mine, {p.builtin.name: result.traces.get(p.builtin.name, []) for p in mine})
+        console.print(f"TraceSet {ts.root}: {done.traces} traces, {done.solutions} new solution(s), "
+                      f"{done.definitions} new definition(s) added")
+        for line in done.missing:
+            console.print(f"[yellow]{line}[/yellow]", soft_wrap=True)
 
 
 def _baseline_candidates(definition_name: str, device: str, keys: Optional[List[str]] = None):
@@ -233,8 +349,10 @@ def _baseline_candidates(definition_name: str, device: str, keys: Optional[List[
 @one_line_errors
 def eval_cmd(
     solution: Path = typer.Argument(..., help="Solution folder (manifest.json + sources) or Solution JSON."),
-    definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Where the solution's definition lives: a name, an alias or package.module:ATTRIBUTE (default: the manifest's definition, which it must match)."),
+    definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Where the solution's definition lives: a name, an alias, package.module:ATTRIBUTE, a FlashInfer-Bench definition JSON (with --workload-file) or a TraceSet folder (read only); default: the manifest's definition, which it must match."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or 0-based indices (comma-separated)."),
+    workload_file: Optional[Path] = _opt_workload_file(),
+    trace_set: Optional[Path] = _opt_trace_set(),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads."),
     final: bool = typer.Option(False, "--final", help="Also run the hidden split (held-out workloads); only a final evaluation can promote a solution."),
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
@@ -243,36 +361,47 @@ def eval_cmd(
     warmup: Optional[int] = typer.Option(None, min=0, help="Warm-up iterations per trial (default 10)."),
     iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
     trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
+    atol: Optional[float] = _opt_tolerance("--atol", "Absolute tolerance"),
+    rtol: Optional[float] = _opt_tolerance("--rtol", "Relative tolerance"),
+    required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
+    timeout: Optional[float] = _opt_timeout(),
     fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
     contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
 ) -> None:
     """Evaluate one solution under the gate: a summary table, one line per failed workload, exit 1
     when any workload fails."""
-    from kernelwright import definitions
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.gate.hidden import held_out_workloads, hidden_salt
 
     sol = load_solution(solution)
-    name = definition or sol.definition
-    builtin = definitions.resolve(name)
-    if quick and not builtin.name.endswith("__quick"):
-        builtin = builtin.quick_variant()
+    target = _eval_target(sol, definition, workload_file, trace_set, quick)
+    builtin = target.builtin
     problem = builtin.foreign_solution(sol)
     if problem:
         raise UsageError(problem)
+    if target.workloads == []:
+        raise UsageError(f"{workload_file or trace_set}: no workload of {builtin.base_name}")
+    if target.trace_set is not None and target.trace_set.solution_conflict(sol):
+        raise UsageError(target.trace_set.solution_conflict(sol))
+    if final and builtin.origin == "file":
+        raise UsageError(f"--final: {builtin.base_name} comes from a definition file, which has no hidden split")
     device = require_device(device)
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule)
+    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule,
+                  _tolerance(atol, rtol, required_matched_ratio))
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit), [Candidate(sol, sol.name)])]
-    result = _run_plans(plans, cfg, out, "eval")
-    summary = _finish(result, plans, cfg, out)
+    plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit, available=target.workloads),
+                       [Candidate(sol, sol.name)])]
+    result = _run_plans(plans, cfg, out, "eval", timeouts=_timeouts(timeout))
+    summary = _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": timeout})
+    if target.trace_set is not None:
+        _to_trace_sets({builtin.name: target.trace_set}, plans, result)
     ok = all(s["all_passed"] for d in summary["definitions"].values() for s in d["solutions"].values())
     if final:
         from dataclasses import replace
 
         hidden_cfg = replace(cfg, split="hidden", salt=hidden_salt())
         hidden = [BenchPlan(builtin, held_out_workloads(builtin, hidden_cfg.salt), [Candidate(sol, sol.name)])]
-        hres = _run_plans(hidden, hidden_cfg, out / "hidden", "hidden split")
+        hres = _run_plans(hidden, hidden_cfg, out / "hidden", "hidden split", timeouts=_timeouts(timeout))
         traces = hres.traces.get(builtin.name, [])
         passed = sum(1 for t in traces if t.trusted_pass)
         console.print(f"hidden split: {passed}/{len(traces)} workloads passed (shapes not shown)")
@@ -286,6 +415,36 @@ def eval_cmd(
         ok = ok and passed == len(traces)
     if not ok:
         raise typer.Exit(1)
+
+
+def _eval_target(sol, definition: Optional[str], workload_file: Optional[Path], trace_set: Optional[Path], quick: bool):
+    """The definition and workloads ``eval`` judges ``sol`` on (see ``cli/sources.py``)."""
+    from kernelwright.cli import sources
+
+    if trace_set is not None:
+        return sources.from_trace_set(sources.load_trace_set(trace_set), definition or sol.definition, quick,
+                                      workload_file)
+    if definition is not None and Path(definition).is_dir():
+        return sources.from_trace_set(sources.load_trace_set(Path(definition)), sol.definition, quick, workload_file,
+                                      receive=False)
+    return sources.definition_option(definition or sol.definition, quick, workload_file)
+
+
+@app.command("export-traceset")
+@one_line_errors
+def export_traceset_cmd(
+    results: Path = typer.Argument(..., help="A results folder of bench or eval (traces/*.jsonl)."),
+    dest: Path = typer.Argument(..., help="The TraceSet folder to create, or to add to when it is one."),
+) -> None:
+    """Turn a results folder into a FlashInfer-Bench TraceSet: definitions/, workloads/, solutions/,
+    traces/<op_type>/<definition>.jsonl, and the safetensors files the workloads name."""
+    from kernelwright.report.traceset import export_results
+
+    done = export_results(Path(results), Path(dest))
+    console.print(f"TraceSet {dest}: {done.traces} traces, {done.workloads} workloads, {done.solutions} solutions, "
+                  f"{done.definitions} definitions, {done.blobs} blob file(s) written")
+    for line in done.missing:
+        console.print(f"[yellow]{line}[/yellow]", soft_wrap=True)
 
 
 @app.command("device-info")

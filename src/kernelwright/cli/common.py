@@ -78,16 +78,23 @@ def load_solution(path: Path) -> Solution:
 
 
 def pick_workloads(builtin: BuiltinDefinition, selectors: Optional[List[str]], limit: Optional[int],
-                   sweep: bool = False, strict: bool = True) -> List[Workload]:
-    """Public workloads (with ``sweep``: the definition's sweep set) filtered by uuid prefixes or
-    0-based indices, optionally the first N.  With ``strict`` False (several definitions in one
-    run) a uuid prefix that names no workload of this definition is left to the others
-    (``check_selectors`` reports one that matches none).
+                   sweep: bool = False, strict: bool = True,
+                   available: Optional[List[Workload]] = None) -> List[Workload]:
+    """Public workloads (with ``sweep``: the definition's sweep set; with ``available``: those, e.g.
+    a workload file's or a TraceSet's) filtered by uuid prefixes or 0-based indices, optionally
+    the first N.  With ``strict`` False (several definitions in one run) a uuid prefix that names
+    no workload of this definition is left to the others (``check_selectors`` reports one that
+    matches none).
 
     Raises:
         UsageError: (strict) no workload matches a selector, or ``sweep`` for a definition without a sweep set.
     """
-    if sweep:
+    if available is not None:
+        if sweep:
+            raise UsageError("--sweep picks the built-in serving-envelope workloads: leave out --workload-file "
+                             "and --trace-set")
+        workloads = list(available)
+    elif sweep:
         if builtin.sweep_workloads is None:
             raise UsageError(f"{builtin.name} has no sweep workload set (the serving-envelope sets of moe, indexer "
                              "and attention exist at full size only: leave out --quick)")

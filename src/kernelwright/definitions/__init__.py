@@ -7,9 +7,10 @@ tolerances and roofline models.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import dataclasses
+from pathlib import Path
 
 from kernelwright.definitions.base import BuiltinDefinition, RooflineWork, Tolerance
 
@@ -47,8 +48,28 @@ def get(name: str) -> BuiltinDefinition:
 
 
 def resolve(locator: str) -> BuiltinDefinition:
-    """A built-in name/alias, or ``package.module:ATTRIBUTE`` naming a BuiltinDefinition object
-    (how user definitions are plugged in).  Raises UnknownDefinition."""
+    """The definition a locator names (``BuiltinDefinition.locator``; what the worker resolves):
+
+    * a built-in name or alias, optionally ending in ``__quick``;
+    * ``package.module:ATTRIBUTE`` naming a BuiltinDefinition object (how user definitions are
+      plugged in), optionally ending in ``__quick``;
+    * ``file:<path>#sha256=<digest>``: a FlashInfer-Bench definition JSON (``definitions.generic``);
+    * any of these followed by ``|blobs=<root>``: workloads' safetensors inputs read under that
+      root (``definitions.fixed``).
+
+    Raises UnknownDefinition (one line; a definition module's SyntaxError names its file and line)."""
+    from kernelwright.definitions import fixed, generic
+
+    inner, blobs = fixed.split_locator(locator)
+    if inner.startswith(generic.FILE_PREFIX):
+        from kernelwright.trace.jsonio import DataFileError
+
+        try:
+            return generic.from_locator(inner, blob_root=blobs)
+        except DataFileError as exc:
+            raise UnknownDefinition(str(exc)) from exc
+    if blobs is not None:
+        return fixed.with_fixed_inputs(resolve(inner), blobs)
     if ":" in locator:
         import importlib
 
@@ -59,10 +80,89 @@ def resolve(locator: str) -> BuiltinDefinition:
             found = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
             raise UnknownDefinition(f"cannot load definition {locator!r}: {exc}") from exc
+        except Exception as exc:   # the module itself is broken: say where
+            raise UnknownDefinition(f"cannot load definition {locator!r}: {_where(exc)}") from exc
         if not isinstance(found, BuiltinDefinition):
             raise UnknownDefinition(f"{locator!r} is not a BuiltinDefinition")
         return found if found.ref else dataclasses.replace(found, ref=locator)
     return get(locator)
 
 
-__all__ = ["BuiltinDefinition", "RooflineWork", "Tolerance", "UnknownDefinition", "all_builtins", "get", "resolve"]
+def _where(exc: BaseException) -> str:
+    """One line for an exception raised while importing a user's definition module: the file and
+    line in the user's code (every frame outside the Python installation and kernelwright)."""
+    import os
+    import sysconfig
+    import traceback
+
+    from kernelwright.diagnostics import exception_line
+
+    skip = tuple(os.path.realpath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                                                os.path.dirname(os.path.dirname(__file__))})
+    files = {f.filename for f in traceback.extract_tb(exc.__traceback__)}
+    if isinstance(exc, SyntaxError) and exc.filename:
+        files.add(exc.filename)
+    mine = {f: f for f in files if f and not f.startswith("<") and not os.path.realpath(f).startswith(skip)}
+    return exception_line(exc, mine)
+
+
+def same_spec(a, b) -> Optional[str]:
+    """None when two Definitions agree on what the gate judges (axes, inputs and outputs with
+    their shapes and dtypes), else one line saying the first difference."""
+    for part in ("axes", "inputs", "outputs"):
+        mine = {k: v.model_dump(exclude={"description"}) for k, v in getattr(a, part).items()}
+        theirs = {k: v.model_dump(exclude={"description"}) for k, v in getattr(b, part).items()}
+        if mine != theirs:
+            names = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            return f"{part} differ ({', '.join(names[:4])})"
+    return None
+
+
+def get_or_none(name: str) -> Optional[BuiltinDefinition]:
+    """``get(name)``, or None for a name that is no built-in's."""
+    try:
+        return get(name)
+    except UnknownDefinition:
+        return None
+
+
+def adopt(definition, source=None, workloads=None, blob_root=None, quick: bool = False) -> BuiltinDefinition:
+    """The gate's definition for a FlashInfer-Bench Definition (from a JSON file ``source``, a
+    TraceSet): the built-in of that name when there is one (kernelwright's checker, input
+    synthesis and roofline; its axes, inputs and outputs must match), else a generic definition
+    (``definitions.generic``).  Safetensors inputs of its workloads are read under ``blob_root``;
+    ``quick``: a built-in's reduced-size variant (a generic definition has none).
+
+    Raises UnknownDefinition: the name is a built-in's but the spec differs (one line)."""
+    from kernelwright.definitions import fixed, generic
+
+    builtin = _registry().get(definition.name)
+    if builtin is not None:
+        differs = same_spec(definition, builtin.definition)
+        if differs:
+            where = f"{source}: " if source else ""
+            raise UnknownDefinition(f"{where}definition {definition.name!r} has a built-in's name but its {differs}: "
+                                    "rename it to evaluate it as a definition of its own")
+        if quick:
+            builtin = builtin.quick_variant()
+        return fixed.with_fixed_inputs(builtin, blob_root) if blob_root is not None else builtin
+    if source is None:
+        raise UnknownDefinition(f"definition {definition.name!r} is not built in and has no file to locate it by")
+    return generic.from_definition(definition, generic.locator_for(source), workloads, source=source,
+                                   blob_root=blob_root)
+
+
+def data_files(builtin: BuiltinDefinition, workloads) -> List[str]:
+    """The files outside kernelwright that a run of ``builtin`` on ``workloads`` reads: the
+    definition JSON of a ``file:`` definition and every safetensors file the workloads name
+    (the gate protects them like its own sources: FILE_TAMPERED)."""
+    from kernelwright.definitions import fixed, generic
+
+    inner, _ = fixed.split_locator(builtin.locator)
+    files = [str(generic.parse_locator(inner)[0])] if inner.startswith(generic.FILE_PREFIX) else []
+    root = Path(builtin.blob_root) if builtin.blob_root else None
+    return files + fixed.referenced_files(workloads, root)
+
+
+__all__ = ["BuiltinDefinition", "RooflineWork", "Tolerance", "UnknownDefinition", "adopt", "all_builtins", "data_files", "get", "get_or_none",
+           "resolve", "same_spec"]

@@ -37,6 +37,19 @@ def context_of(uuid: str) -> Optional[int]:
     return int(found.group(1)) if found else None
 
 
+class WorkloadProblem(ValueError):
+    """A workload the trusted parent cannot prepare: its message is one line, and ``reason`` the
+    code its (non-PASSED) trace carries; the run goes on with the next workload."""
+
+    reason = "WORKLOAD_INPUT"
+
+
+class ReferenceFailed(WorkloadProblem):
+    """The definition's reference raised on a workload's inputs (one line: file, line, error)."""
+
+    reason = "REFERENCE_FAILED"
+
+
 @dataclass(frozen=True)
 class StrictRule:
     """kernelwright's own numerical verdict, judged beside the contest rule (docs/gate.md,
@@ -143,7 +156,8 @@ class BuiltinDefinition:
     hidden_workloads: Callable[[str], List[Workload]]
     quick_workloads: Callable[[], List[Workload]]
     quick_axes: Mapping[str, int]
-    roofline: Callable[[Mapping[str, Any], Mapping[str, int]], RooflineWork]
+    # None: no roofline model is known (a definition loaded from a JSON file): no floor, no fraction
+    roofline: Optional[Callable[[Mapping[str, Any], Mapping[str, int]], RooflineWork]]
     regime: Callable[[Mapping[str, int]], str]
     regimes_order: List[str] = field(default_factory=list)
     requires_kernel: bool = True
@@ -157,6 +171,12 @@ class BuiltinDefinition:
     # belongs to (e.g. the indexer's batch size); None: workloads in axis order, one line
     size_axis: Optional[Tuple[str, Callable[[Mapping[str, int]], float]]] = None
     sweep_series: Optional[Callable[[Workload], str]] = None
+    # where a workload's safetensors inputs are read from (``definitions.fixed.with_fixed_inputs``);
+    # None: this definition's workloads have none
+    blob_root: Optional[str] = None
+    # False: no reduced-size variant exists (a definition from a JSON file): ``quick_variant`` is
+    # the definition itself, and ``--quick`` reduces only the iteration counts
+    has_quick: bool = True
 
     @property
     def locator(self) -> str:
@@ -167,6 +187,17 @@ class BuiltinDefinition:
     @property
     def name(self) -> str:
         return self.definition.name
+
+    @property
+    def origin(self) -> str:
+        """Whose rules judge this definition: ``builtin`` (kernelwright's own definition: its
+        checker, input synthesis and roofline), ``module`` (a ``module:ATTR`` BuiltinDefinition
+        written by a user) or ``file`` (a FlashInfer-Bench definition JSON: its reference, the
+        elementwise checker and flashinfer-bench's input convention)."""
+        inner = self.locator.partition("|blobs=")[0]
+        if inner.startswith("file:"):
+            return "file"
+        return "module" if ":" in inner else "builtin"
 
     def regime_of(self, workload: Workload) -> str:
         """The table row a workload belongs to: the sweep's regimes for sweep workloads (uuid
@@ -201,8 +232,14 @@ class BuiltinDefinition:
 
     def quick_variant(self) -> "BuiltinDefinition":
         """The same definition at reduced const sizes, named ``<name>__quick``, with small
-        workloads: what ``--quick`` and the CPU tests run."""
+        workloads: what ``--quick`` and the CPU tests run.  A definition without one
+        (``has_quick`` False) is returned as it is."""
         from dataclasses import replace
+
+        if not self.has_quick:
+            return self
+        if self.blob_root is not None:
+            raise ValueError(f"{self.name}: take the quick variant before wrapping fixed inputs")
 
         small = self.definition.with_const_axes(self.quick_axes, f"{self.name}__quick")
         full_hidden = self.hidden_workloads

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from kernelwright import definitions
 from kernelwright.definitions.base import BuiltinDefinition
 from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
 from kernelwright.gate.session import Timeouts, WorkerSession, focus
@@ -67,11 +68,13 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
         name = plan.builtin.name
         trace_path = out_dir / "traces" / f"{name}{trace_file_suffix}.jsonl"
         runs = []
+        protect = _protected(plan, out_dir)
         for cand in plan.candidates:
             if cand.skip_reason:
                 continue
             session = WorkerSession(cand.solution, cfg.device, timeouts, trusted=cand.trusted,
-                                    prepare=cand.prepare, log_dir=out_dir / "logs")
+                                    prepare=cand.prepare, log_dir=out_dir / "logs", protect=protect,
+                                    data_files=definitions.data_files(plan.builtin, plan.workloads))
             runs.append((cand, SolutionRun(session, requires_kernel=cand.requires_kernel, label=cand.label,
                                            warnings=static_warnings(cand))))
         try:
@@ -104,12 +107,33 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
     return result
 
 
+def _protected(plan: BenchPlan, out_dir: Path) -> List[str]:
+    """What no solution of ``plan`` may change: the gate's own protected roots (its sources, cache
+    and this results folder) and the definition's and workloads' files outside kernelwright (a
+    definition JSON, safetensors blobs)."""
+    from kernelwright import definitions
+    from kernelwright.gate import guards
+
+    roots = guards.protected_roots(out_dir)
+    return roots + [f for f in definitions.data_files(plan.builtin, plan.workloads) if f not in roots]
+
+
 def write_roster(plans: List[BenchPlan], out_dir: Path) -> None:
     """``candidates.json``: who is who (label, role, definition, skip reason), written before the
-    first trace so that the traces of an interrupted run can still be summarised."""
+    first trace so that the traces of an interrupted run can still be summarised; and each
+    definition and solution as FlashInfer-Trace JSON (``definitions/<name>.json``,
+    ``solutions/<name>.json``: what ``kernelwright export-traceset`` turns into a TraceSet)."""
+    from kernelwright.trace.jsonio import dump_json
+
     roster = {c.solution.name: {"label": c.label, "role": c.role, "definition": p.builtin.name,
-                                "skip_reason": c.skip_reason} for p in plans for c in p.candidates}
+                                "locator": p.builtin.locator, "skip_reason": c.skip_reason}
+              for p in plans for c in p.candidates}
     (Path(out_dir) / "candidates.json").write_text(json.dumps(roster, indent=1))
+    for p in plans:
+        dump_json(p.builtin.definition, Path(out_dir) / "definitions" / f"{p.builtin.name}.json")
+        for c in p.candidates:
+            if not c.skip_reason:
+                dump_json(c.solution, Path(out_dir) / "solutions" / f"{c.solution.name}.json")
 
 
 def static_warnings(cand: Candidate) -> List[str]:

@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from kernelwright.definitions.base import BuiltinDefinition
+from kernelwright.definitions.base import BuiltinDefinition, Tolerance, WorkloadProblem
+from kernelwright.definitions.fixed import fixed_names
 from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.checkers import CheckResult, check_outputs, worst_strict
@@ -31,6 +32,8 @@ from kernelwright.gate.environment import environment
 from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
 from kernelwright.gate.headline import phase_pairs as headline_phase_pairs
 from kernelwright.gate.session import WorkerSession
+from kernelwright.diagnostics import clip
+from kernelwright.trace import record
 from kernelwright.inputs import make_generator, seed_for
 from kernelwright.trace import (
     Correctness, Evaluation, EvaluationStatus, GateReport, KernelRecord, Performance, Trace, Workload,
@@ -62,6 +65,18 @@ class GateConfig:
     # True (``--contest-rule``): every check judged by the FlashInfer-Bench rule alone; the strict
     # errors are still computed and recorded (``Tolerance.contest_only``, gate/checkers.py)
     contest_rule: bool = False
+    # --atol / --rtol / --required-matched-ratio: each one set replaces that term of every
+    # definition's (contest-rule) tolerance (recorded in every trace; a looser one marks the table row)
+    atol: Optional[float] = None
+    rtol: Optional[float] = None
+    required_matched_ratio: Optional[float] = None
+
+    def tolerance_for(self, default: "Tolerance") -> "Tolerance":
+        """``default`` (a definition's tolerance) with this run's overrides applied."""
+        import dataclasses
+
+        terms = {k: getattr(self, k) for k in ("atol", "rtol", "required_matched_ratio") if getattr(self, k) is not None}
+        return dataclasses.replace(default, **terms) if terms else default
 
     @classmethod
     def preset(cls, device: str, quick: bool = False, **overrides: Any) -> "GateConfig":
@@ -96,12 +111,74 @@ class Trial:
     expected: Dict[str, torch.Tensor]
 
 
+@dataclass
+class TimingPlan:
+    """One candidate's timed iterations on one workload: per trial the seeds, the input specs
+    (with one twin of an earlier iteration, gate/fresh.py), the forced checks (the twin) and how
+    many more the parent draws after each call; the graph replays' seeds and which replay is
+    checked.  Every seed mixes the run's nonce with ``candidate``."""
+
+    candidate: str
+    timing_seeds: List[List[int]]
+    timing_specs: List[List[Any]]
+    twins: List[Optional[int]]
+    sample_plan: List[Dict[int, int]]
+    random_samples: List[int]
+    graph_seeds: List[int]
+    graph_plan: Dict[int, int]
+
+    @classmethod
+    def draw(cls, ctx: "WorkloadContext", candidate: str) -> "TimingPlan":
+        cfg = ctx.cfg
+        base = (cfg.salt, cfg.split, ctx.workload.uuid, cfg.nonce) + ((candidate,) if candidate else ())
+        n = cfg.warmup + cfg.iterations
+        seeds_all = [[seed_for(*base, "iter", t, i) for i in range(n)] for t in range(cfg.trials)]
+        rng = random.Random(seed_for(*base, "samples"))
+        k = min(cfg.samples_per_trial, cfg.iterations) if cfg.guards else 0
+        specs_all, twins, plan, random_samples = [], [], [], []
+        for t in range(cfg.trials):
+            seeds = seeds_all[t]
+            specs, twin = (fresh.plan_trial(seeds, cfg.warmup, ctx.nsets, ctx.input_meta,
+                                            ctx.builtin.tolerance.required_matched_ratio, rng,
+                                            seed_for(*base, "twin", t), fixed=ctx.fixed)
+                           if cfg.guards and k else (list(seeds), None))
+            forced = {} if twin is None else {twin: 0}
+            specs_all.append(specs)
+            twins.append(twin)
+            plan.append(forced)
+            # the other checked iterations are drawn by the parent after each call returns
+            # (_TimingConversation): no call can know in advance whether it is checked
+            random_samples.append(max(0, min(k - len(forced), cfg.iterations - len(forced))))
+        graph_seeds = [seed_for(*base, "graph", i) for i in range(cfg.graph_iterations)]
+        graph_plan = {it: max(k, 1) + j for j, it in enumerate(sorted(rng.sample(range(len(graph_seeds)),
+                                                                      min(1 if cfg.guards else 0, len(graph_seeds)))))}
+        return cls(candidate, seeds_all, specs_all, twins, plan, random_samples, graph_seeds, graph_plan)
+
+
+def candidate_key(run: "SolutionRun") -> str:
+    """The identity a candidate's timed inputs are drawn for: its name and content hash."""
+    solution = run.session.solution
+    try:
+        digest = solution.content_hash()
+    except Exception:
+        digest = ""
+    return f"{solution.name}:{digest}"
+
+
 class WorkloadContext:
-    """Parent-side state for one workload, shared by every solution evaluated on it."""
+    """Parent-side state for one workload, shared by every solution evaluated on it: the
+    correctness trials and their references, the reference's latency, the roofline work.  The
+    timed inputs are drawn per candidate (``plan_for``)."""
 
     def __init__(self, builtin: BuiltinDefinition, workload: Workload, cfg: GateConfig):
+        self.default_tolerance = builtin.tolerance
         if cfg.contest_rule:
             builtin = builtin.with_contest_rule()
+        judged = cfg.tolerance_for(builtin.tolerance)
+        if judged != builtin.tolerance:
+            import dataclasses
+
+            builtin = dataclasses.replace(builtin, tolerance=judged)
         self.builtin = builtin
         self.workload = workload
         self.cfg = cfg
@@ -112,38 +189,34 @@ class WorkloadContext:
                             _torch_name(s.dtype)) for n, s in self.definition.inputs.items()]
         self.output_meta = [(n, list(self.definition.shape_of(n, workload.axes)), _torch_name(s.dtype))
                             for n, s in self.definition.outputs.items()]
+        # safetensors inputs: the same tensor in every trial and iteration (definitions/fixed.py)
+        self.fixed = fixed_names(workload)
         self._trials: Optional[List[Trial]] = None
+        self._problem: Optional[WorkloadProblem] = None
         self._sample_refs: Dict[int, Trial] = {}
         self._ref_latency: Optional[float] = None
         self._roofline = None
         self._flusher: Optional[T.L2Flusher] = None
-        base = (cfg.salt, cfg.split, workload.uuid, cfg.nonce)
-        n = cfg.warmup + cfg.iterations
         self.nsets = max(2, cfg.buffer_sets)
-        self.timing_seeds = [[seed_for(*base, "iter", t, i) for i in range(n)] for t in range(cfg.trials)]
-        rng = random.Random(seed_for(*base, "samples"))
-        k = min(cfg.samples_per_trial, cfg.iterations) if cfg.guards else 0
-        # per trial: the input spec of every timed iteration (one twin of an earlier iteration,
-        # see gate/fresh.py) and which iterations are checked (always the twin)
-        # (the other checked iterations are drawn by the worker after each call returns, see
-        # ``random_samples``: no call can know in advance whether it is checked)
-        self.timing_specs: List[List[Any]] = []
-        self.twins: List[Optional[int]] = []
-        self.sample_plan: List[Dict[int, int]] = []
-        self.random_samples: List[int] = []
-        for t in range(cfg.trials):
-            seeds = self.timing_seeds[t]
-            specs, twin = (fresh.plan_trial(seeds, cfg.warmup, self.nsets, self.input_meta,
-                                            builtin.tolerance.required_matched_ratio, rng,
-                                            seed_for(*base, "twin", t)) if cfg.guards and k else (list(seeds), None))
-            forced = {} if twin is None else {twin: 0}
-            self.timing_specs.append(specs)
-            self.twins.append(twin)
-            self.sample_plan.append(forced)
-            self.random_samples.append(max(0, min(k - len(forced), cfg.iterations - len(forced))))
-        self.graph_seeds = [seed_for(*base, "graph", i) for i in range(cfg.graph_iterations)]
-        self.graph_plan = {it: max(k, 1) + j for j, it in enumerate(sorted(rng.sample(range(len(self.graph_seeds)),
-                                                                            min(1 if cfg.guards else 0, len(self.graph_seeds)))))}
+        self._plans: Dict[str, "TimingPlan"] = {}
+
+    def plan_for(self, candidate: str) -> "TimingPlan":
+        """The timed inputs of one candidate on this workload (``TimingPlan``): drawn from the
+        run's nonce and the candidate's identity, so no two candidates of a run are timed on the
+        same inputs and none can replay another's recorded outputs (issue 22, class 4).  The
+        correctness trials and their references stay shared (``trials``)."""
+        if candidate not in self._plans:
+            self._plans[candidate] = TimingPlan.draw(self, candidate)
+        return self._plans[candidate]
+
+    # the plan of the anonymous candidate "" (tests, tools that time one thing)
+    timing_seeds = property(lambda self: self.plan_for("").timing_seeds)
+    timing_specs = property(lambda self: self.plan_for("").timing_specs)
+    twins = property(lambda self: self.plan_for("").twins)
+    sample_plan = property(lambda self: self.plan_for("").sample_plan)
+    random_samples = property(lambda self: self.plan_for("").random_samples)
+    graph_seeds = property(lambda self: self.plan_for("").graph_seeds)
+    graph_plan = property(lambda self: self.plan_for("").graph_plan)
 
     # -- inputs and references -------------------------------------------------------------
     def generate(self, seed: int) -> Trial:
@@ -158,6 +231,29 @@ class WorkloadContext:
                                                    "trial", t))
                             for t in range(self.cfg.trials)]
         return self._trials
+
+    def fresh_note(self) -> Optional[str]:
+        """What fresh inputs per iteration could not vary here (None without fixed inputs): the
+        workload's safetensors inputs stay fixed, as in flashinfer-bench; without any random
+        floating-point input left there is no twin."""
+        if not self.fixed:
+            return None
+        note = f"{', '.join(self.fixed)} fixed by the workload (safetensors): the same in every trial and iteration"
+        if fresh.twin_target(self.input_meta, self.fixed) is None:
+            note += ("; no random floating-point input is left, so no twin: an output cache keyed on the "
+                     "inputs cannot be told apart")
+        return note
+
+    def problem(self) -> Optional[WorkloadProblem]:
+        """Why this workload cannot be evaluated (a missing blob or tensor key, a shape or dtype
+        other than the definition's, a constraint the inputs break, a reference that raises), or
+        None.  Found by preparing the trials, once per workload, before any worker is asked."""
+        if self._problem is None and self._trials is None:
+            try:
+                self.trials
+            except WorkloadProblem as exc:
+                self._problem = exc
+        return self._problem
 
     def inputs_of(self, spec) -> Dict[str, Any]:
         """The inputs of a timed iteration's spec (``fresh.expand``), generated here."""
@@ -207,6 +303,9 @@ class WorkloadContext:
         return self._ref_latency
 
     def roofline(self):
+        """The mean roofline work over the trials, or None when the definition has no model."""
+        if self.builtin.roofline is None:
+            return None
         if self._roofline is None:
             from kernelwright.definitions.base import RooflineWork
 
@@ -246,9 +345,22 @@ def _trace(ctx: WorkloadContext, run: SolutionRun, status: EvaluationStatus, log
            gate: Optional[GateReport] = None) -> Trace:
     gate = gate or GateReport()
     gate.split = ctx.cfg.split
+    boundary = getattr(run.session, "boundary", None)
+    if boundary is not None:   # which OS boundary the worker had (gate/sandbox.py)
+        gate.notes = {**(gate.notes or {}), "isolation": boundary.as_note()}
     gate.warnings = list(dict.fromkeys(run.warnings + gate.warnings))
     if ctx.cfg.split == "hidden" and status != EvaluationStatus.PASSED and guards.HIDDEN_SPLIT_FAILED not in gate.reasons:
         gate.reasons.append(guards.HIDDEN_SPLIT_FAILED)
+    # how it was judged, also where flashinfer-bench's loader keeps it (trace/record.py)
+    b = ctx.builtin
+    judged = record.judged_by(b.checker, record.tolerance_dict(b.tolerance), record.tolerance_dict(ctx.default_tolerance),
+                              {"name": b.name, "origin": b.origin,
+                               "locator": None if b.origin == "builtin" and b.blob_root is None else b.locator},
+                              ctx.cfg.guards, ctx.cfg.split, gate.suspicious, gate.reasons,
+                              rule=getattr(b.tolerance, "rule", None))
+    if correctness is not None:
+        correctness = correctness.model_copy(update={"extra": {**(correctness.extra or {}), record.EXTRA_KEY: judged}})
+    log = record.log_line(judged) + "\n" + log
     evaluation = Evaluation(status=status, environment=environment(ctx.cfg.device), timestamp=_now(),
                             log=log[-5_000_000:], correctness=correctness, performance=performance, gate=gate)
     return Trace(definition=ctx.definition.name, workload=ctx.workload, solution=run.session.solution.name,
@@ -260,12 +372,14 @@ def _failed(ctx, run, reply: Dict[str, Any], gate: Optional[GateReport] = None) 
     reason = reply.get("reason") or reply.get("status")
     if reason:
         gate.reasons.append(reason)
+    gate.detail = clip(str(reply.get("line") or _first_line(str(reply.get("error", "")))), DETAIL_WIDTH)
     status = EvaluationStatus(reply.get("status", "RUNTIME_ERROR"))
     return _trace(ctx, run, status, log=str(reply.get("error", "")) + "\n" + run.session.new_log(), gate=gate)
 
 
 def _rejected(ctx, run, reason: str, message: str, gate: GateReport, check: Optional[CheckResult] = None) -> Trace:
     gate.reasons.append(reason)
+    gate.detail = clip(message, DETAIL_WIDTH)
     if check is not None and check.status == EvaluationStatus.INCORRECT_NUMERICAL:
         corr = Correctness(max_absolute_error=_nn(check.max_absolute_error), max_relative_error=_nn(check.max_relative_error),
                            extra={**check.verdict_record(ctx.builtin.tolerance), "reason": reason})
@@ -273,6 +387,21 @@ def _rejected(ctx, run, reason: str, message: str, gate: GateReport, check: Opti
                       correctness=corr, gate=gate)
     status = check.status if check is not None and check.status != EvaluationStatus.PASSED else EvaluationStatus.RUNTIME_ERROR
     return _trace(ctx, run, status, log=message + "\n" + run.session.new_log(), gate=gate)
+
+
+DETAIL_WIDTH = 400   # characters of GateReport.detail (one line, cut at a word boundary)
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else ""
+
+
+def _workload_failed(ctx, run, problem: WorkloadProblem) -> Trace:
+    """The trace of a workload the parent could not prepare (reason WORKLOAD_INPUT or
+    REFERENCE_FAILED, status RUNTIME_ERROR): no worker was asked."""
+    gate = GateReport(reasons=[problem.reason], detail=clip(str(problem), DETAIL_WIDTH))
+    return _trace(ctx, run, EvaluationStatus.RUNTIME_ERROR, log=str(problem), gate=gate)
 
 
 def _constant_reference(expected: Dict[str, torch.Tensor]) -> bool:
@@ -361,11 +490,14 @@ class _Watch:
             gate.notes["measured_latency_ms"] = perf.latency_ms
             gate.notes["measured_latency_samples_ms"] = perf.latency_samples_ms
         message = f"replaced in the worker: {(self.timer + self.other)[:12]}\n"
+        gate.detail = clip(message, DETAIL_WIDTH)
+        head, sep, rest = ev.log.partition("\n")
+        log = head + sep + message + rest if head.startswith(record.LOG_PREFIX) else message + ev.log
         if ev.status == EvaluationStatus.PASSED:
             ev = Evaluation(status=EvaluationStatus.RUNTIME_ERROR, environment=ev.environment, timestamp=ev.timestamp,
-                            log=message + ev.log, gate=gate)
+                            log=log, gate=gate)
         else:
-            ev = ev.model_copy(update={"gate": gate, "log": message + ev.log})
+            ev = ev.model_copy(update={"gate": gate, "log": log})
         return trace.model_copy(update={"evaluation": ev})
 
 
@@ -387,18 +519,27 @@ class _TimingConversation:
     a skipped iteration) are recorded in ``violations``."""
 
     def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool,
-                 sample: bool = True):
+                 sample: bool = True, plan: Optional[TimingPlan] = None):
+        plan = plan if plan is not None else ctx       # a TimingPlan (tests pass a context-like stand-in)
         self.ctx, self.t, self.sets, self.specs = ctx, t, sets, specs
         self.nsets = len(sets)
-        self.forced = dict(ctx.sample_plan[t]) if sample else {}   # the twin: always checked
+        self.forced = dict(plan.sample_plan[t]) if sample else {}   # the twin: always checked
         self.eligible = [i for i in range(ctx.cfg.warmup, len(specs)) if i not in self.forced]
-        self.remaining, self.wanted = len(self.eligible), ctx.random_samples[t] if sample else 0
-        self.graph_plan = set(ctx.graph_plan) if with_graph else set()
+        self.remaining, self.wanted = len(self.eligible), plan.random_samples[t] if sample else 0
+        self.graph_plan = set(plan.graph_plan) if with_graph else set()
+        self.graph_seeds = list(plan.graph_seeds)
         self.snapshots: Dict[int, List[torch.Tensor]] = {}        # timed iteration -> outputs
         self.graph_snapshots: Dict[int, List[torch.Tensor]] = {}  # graph replay -> outputs
         self.served = -1                                          # last timed spec handed out
         self.done = -1                                            # last timed iteration finished
         self.violations: List[str] = []
+        # the parent's own records: each buffer set's last spec (timed iteration i fills set
+        # i % nsets, the graph, CUPTI and profile phases set 0), and each iteration's timing
+        # sample as it was reported at its "done" (the worker's final lists are only compared)
+        self.last_spec_by_set: Dict[int, Any] = {}
+        self.samples: Dict[int, Dict[str, Any]] = {}
+        self.graph_samples: Dict[int, float] = {}
+        self.empty: Dict[str, List[float]] = {}
 
     def _copy(self, outputs) -> List[torch.Tensor]:
         copies = [o.clone() for o in outputs]
@@ -418,12 +559,15 @@ class _TimingConversation:
                     return answer
                 self.served = i
                 answer["spec"] = self.specs[i]
-            elif phase == "graph" and i < len(self.ctx.graph_seeds):
-                answer["spec"] = self.ctx.graph_seeds[i]
+                self.last_spec_by_set[i % self.nsets] = answer["spec"]
+            elif phase == "graph" and i < len(self.graph_seeds):
+                answer["spec"] = self.graph_seeds[i]
+                self.last_spec_by_set[0] = answer["spec"]
             elif phase in ("cupti", "profile"):
                 # the inputs of timed iteration warmup + i: on the GPU the traced call and the timed
                 # call of the same inputs are compared one to one (PHASE_MISMATCH)
                 answer["spec"] = self.specs[(self.ctx.cfg.warmup + i) % len(self.specs)]
+                self.last_spec_by_set[0] = answer["spec"]
             else:
                 self.violations.append(f"spec of {phase!r} iteration {i}")
         elif step == "done":
@@ -432,6 +576,9 @@ class _TimingConversation:
                     self.violations.append(f"timed iteration {i} reported done out of order")
                     return answer
                 self.done = i
+                sample = message.get("sample")
+                if isinstance(sample, dict):
+                    self.samples[i] = sample
                 take = i in self.forced
                 if not take and i >= self.ctx.cfg.warmup and self.remaining > 0:
                     draw = int.from_bytes(os.urandom(4), "little")
@@ -441,19 +588,86 @@ class _TimingConversation:
                 if take:
                     self.snapshots[i] = self._copy(self.sets[i % self.nsets]["outputs"])
             elif phase == "graph":
+                sample = message.get("sample")
+                if isinstance(sample, dict) and isinstance(sample.get("ms"), (int, float)):
+                    self.graph_samples[i] = float(sample["ms"])
                 if i in self.graph_plan and i not in self.graph_snapshots:
                     self.graph_snapshots[i] = self._copy(self.sets[0]["outputs"])
             else:
                 self.violations.append(f"done of {phase!r} iteration {i}")
+        elif step == "sample" and phase == "empty" and not self.empty:
+            self.empty = {k: [float(x) for x in (message.get(k) or [])] for k in ("empty_wall_ms", "empty_held_wall_ms")}
         else:
             self.violations.append(f"unknown step {step!r}")
         return answer
+
+    def headline_samples(self, reported: Dict[str, Any], warmup: int) -> Tuple[Dict[str, Any], List[str]]:
+        """The trial's timing samples built from the parent's own per-iteration records (the
+        device-time policy replayed here: ``timing.HoldPolicy``), over the worker's reply for
+        the fields no iteration reports (the CUPTI window, provenance); and what differs between
+        the two (a solution that edited the worker's lists: GATE_TAMPERED)."""
+        s = dict(reported)
+        kinds = {v.get("kind") for v in self.samples.values()}
+        own: Dict[str, Any] = {"latency_ms": [], "latency_iters": [], "eager_latency_ms": [], "eager_iters": [],
+                               "wall_ms": [], "held_wall_ms": [], "held_span_ms": [], "host_ms": []}
+        policy = T.HoldPolicy(True, warmup)
+        launches = [v.get("launches") for v in self.samples.values() if v.get("launches") is not None]
+        for i in sorted(self.samples):
+            v = self.samples[i]
+            ms = float(v.get("ms") or 0.0)
+            if v.get("kind") == "cpu":
+                if i >= warmup:
+                    own["latency_ms"].append(ms)
+                    own["latency_iters"].append(i)
+                    own["wall_ms"].append(ms)
+            elif v.get("kind") == "held":
+                if not policy.holds(i):
+                    self.violations.append(f"timed iteration {i} was held where the device-time policy idles")
+                if policy.note(i, v.get("outcome")) and i >= warmup:
+                    own["latency_ms"].append(ms)
+                    own["latency_iters"].append(i)
+                    for k in ("held_wall_ms", "held_span_ms", "host_ms"):
+                        own[k].append(float(v.get(k) or 0.0))
+            elif v.get("kind") == "eager" and i >= warmup:
+                own["eager_latency_ms"].append(ms)
+                own["eager_iters"].append(i)
+                own["wall_ms"].append(float(v.get("wall_ms") or 0.0))
+        if kinds == {"cpu"}:
+            own["clock"] = "cpu"
+        elif own["latency_ms"]:
+            own["clock"] = "device"
+        else:
+            own["clock"] = "eager"
+            own["latency_ms"], own["latency_iters"] = list(own["eager_latency_ms"]), list(own["eager_iters"])
+        own["hold_timeouts"] = policy.timeouts if "held" in kinds else int(reported.get("hold_timeouts") or 0)
+        own["min_launches"] = min(launches) if launches else None
+        own["graph_latency_ms"] = [self.graph_samples[i] for i in sorted(self.graph_samples)]
+        own.update(self.empty)
+        differ = [k for k, v in own.items() if k in reported and not _same_samples(reported.get(k), v)]
+        s.update(own)
+        return s, differ
+
+
+def _same_samples(a: Any, b: Any) -> bool:
+    """Two sample lists (or scalars) equal to the float precision they travelled with."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_samples(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(b)))
+    return a == b
 
 
 def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
     """Judge one solution on one workload.  Never raises for anything the solution does."""
     watch = _Watch(run)
-    trace, measured = _evaluate(run, ctx, watch)
+    problem = ctx.problem()
+    if problem is not None:
+        return _workload_failed(ctx, run, problem)
+    try:
+        trace, measured = _evaluate(run, ctx, watch)
+    except WorkloadProblem as exc:   # the parent's own preparation failed mid-way (a sampled iteration)
+        run.session.kill()           # out of step with the worker: the next workload starts a fresh one
+        return _workload_failed(ctx, run, exc)
     return watch.finish(trace, measured)
 
 
@@ -575,16 +789,25 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
     clocks = ClockTrials()
     graph_lat, ksum, kspan = [], [], []
     kernels: Dict[str, List[float]] = {}
+    durations: Dict[str, List[float]] = {}      # CUPTI: each record's us per kernel name
+    launched: Optional[Dict[str, int]] = None   # CUDA: Triton kernels the solution launched (CUPTI window)
     launches: Dict[str, List[float]] = {}
-    notes: Dict[str, Any] = {"input_nonce": cfg.nonce}
+    plan = ctx.plan_for(candidate_key(run))     # this candidate's own timed inputs
+    notes: Dict[str, Any] = {"input_nonce": cfg.nonce, "input_candidate": plan.candidate}
+    fixed_note = ctx.fresh_note()
+    if fixed_note:
+        notes["fixed_inputs"] = fixed_note
+        if plan.twins and all(t is None for t in plan.twins) and cfg.guards:
+            gate.warnings.append(f"FIXED_INPUTS: {fixed_note}")
     phase_pairs: Tuple[List[float], ...] = ()
     for t in range(cfg.trials):
-        specs = ctx.timing_specs[t] if cfg.guards else [ctx.timing_seeds[t][0]] * len(ctx.timing_seeds[t])
+        specs = plan.timing_specs[t] if cfg.guards else [plan.timing_seeds[t][0]] * len(plan.timing_seeds[t])
         with_graph = t == 0 and bool(cfg.graph_iterations)
-        msg = _time_message(ctx, len(specs), graph_iterations=len(ctx.graph_seeds) if with_graph else 0,
+        msg = _time_message(ctx, len(specs), graph_iterations=len(plan.graph_seeds) if with_graph else 0,
                             cupti_iters=cfg.cupti_iterations if t == 0 else 0, profile_kernels=t == 0)
-        talk = _TimingConversation(ctx, t, sets, specs, with_graph)
-        reply = watch.request(msg, session.timeouts.time_s, on_step=talk)
+        talk = _TimingConversation(ctx, t, sets, specs, with_graph, plan=plan)
+        reply = watch.request(msg, session.timeouts.timing_op_s(msg["iterations"] + msg["graph_iterations"]
+                                                                + msg["cupti_iters"] + 1), on_step=talk)
         bad = files_changed()
         if bad:
             return bad, None
@@ -599,7 +822,9 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                 session.kill()   # out of step: the next workload starts a fresh worker
                 return _rejected(ctx, run, guards.GATE_TAMPERED,
                                  "the worker's replies are out of step with the parent's messages", gate), None
-        s = reply["samples"]
+        s, edited = talk.headline_samples(reply["samples"], cfg.warmup)
+        if edited and cfg.guards:
+            watch.other = list(dict.fromkeys(watch.other + [f"timing samples edited in the worker: {edited[:6]}"]))
         if talk.violations or talk.done != len(specs) - 1:
             session.kill()
             return _rejected(ctx, run, guards.GATE_TAMPERED,
@@ -612,14 +837,14 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                                   ctx.builtin.tolerance, ref.inputs)
             if not check.passed:
                 twin = " (a twin of an earlier iteration: an output cache keyed on pointers/input values?)" \
-                    if it == ctx.twins[t] else ""
+                    if it == plan.twins[t] else ""
                 return _rejected(ctx, run, guards.STALE_OUTPUT,
                                  f"timed iteration {it} of trial {t} returned a wrong output for its inputs{twin} "
                                  f"({check.detail})", gate, check), None
         if cfg.guards:
-            for key_, spec in (reply.get("last_specs") or {}).items():
+            for set_index, spec in talk.last_spec_by_set.items():   # the parent's own record
                 expected = ctx.inputs_of(spec)
-                it = iter(sets[int(key_)]["inputs"])
+                it = iter(sets[set_index]["inputs"])
                 for name, shape, _ in ctx.input_meta:
                     if shape is not None and not guards.bitwise_equal(next(it), expected[name]):
                         return _rejected(ctx, run, guards.INPUT_MUTATED,
@@ -658,12 +883,12 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             agg[1] += total
         if s.get("graph_latency_ms"):
             graph_ok = True
-            for it in ctx.graph_plan:
+            for it in plan.graph_plan:
                 if it not in talk.graph_snapshots:
                     graph_ok = False
                     notes["graph"] = f"graph replay {it} was never reported done; graph latency not reported"
                     continue
-                ref = ctx.sample_trial(ctx.graph_seeds[it])
+                ref = ctx.sample_trial(plan.graph_seeds[it])
                 check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.graph_snapshots[it]), ref.expected,
                                       ctx.builtin.tolerance, ref.inputs)
                 if not check.passed:
@@ -682,6 +907,12 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             agg = kernels.setdefault(name, [0, 0.0])
             agg[0] += count
             agg[1] += total
+        for name, values in (s.get("kernel_durations") or {}).items():
+            durations.setdefault(name, []).extend(float(x) for x in values)
+        if s.get("launched") is not None:
+            launched = dict(launched or {})
+            for name, n in s["launched"].items():
+                launched[name] = launched.get(name, 0) + int(n)
 
     headline = clocks.decide(trusted=session.trusted)
     latency = headline.latency_ms
@@ -721,8 +952,14 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
         if reason is not None:
             return _rejected(ctx, run, reason, message, gate), perf
 
+    # provenance by launch (issue 22 item 4): the Triton kernels the worker saw the solution
+    # launch in the CUPTI window, the __global__ names of its CUDA sources, vendor patterns first
+    declared = guards.own_kernel_names({src.path: src.content for src in session.solution.sources
+                                        if not src.path.endswith(".py")})
+    split = guards.attribute_kernels(kernels, launched, durations, declared) if ctx.device.type == "cuda" else {}
     own = guards.own_kernel_names({src.path: src.content for src in session.solution.sources})
-    gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]), origin=guards.classify_kernel(n, own))
+    gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]),
+                                 origin=guards.kernel_origin(n, split) if split else guards.classify_kernel(n, own))
                     for n, v in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:30]]
     if cfg.guards and run.requires_kernel and ctx.builtin.requires_kernel:
         if load.get("counts_launches"):
@@ -732,8 +969,10 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
             if reason is not None:
                 return _rejected(ctx, run, reason, message, gate), perf
         else:
-            reason, message = guards.provenance_verdict(kernels, cpu_ops=ctx.device.type == "cpu", own_names=own)
-            if reason is not None and (kernels or ctx.device.type == "cuda"):
+            cuda = ctx.device.type == "cuda"
+            reason, message = guards.provenance_verdict(kernels, cpu_ops=not cuda, own_names=declared if cuda else own,
+                                                        launched=launched if cuda else None, durations=durations)
+            if reason is not None and (kernels or cuda):
                 return _rejected(ctx, run, reason, message, gate), perf
 
     # provenance ablation (CPU): skip every Triton launch; if the outputs still come out right, the
@@ -755,7 +994,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
                              "with every Triton launch skipped, the call still produced the right outputs: "
                              "the work ran outside the solution's kernels", gate), perf
         # a crash or an exception here decides nothing: an honest solution may fail without its kernels
-    ceilings = ceilings_for_run(ctx.device)
+    ceilings = ceilings_for_run(ctx.device) if ctx.builtin.roofline is not None else None
     if ceilings is not None:
         work = ctx.roofline()
         floor_ms = work.floor_s(ceilings["measured"]) * 1e3
@@ -795,10 +1034,12 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
     sets = reply["sets"]
     medians = []
     for t in range(ctx.cfg.trials):
-        specs = ctx.timing_seeds[t]
-        talk = _TimingConversation(ctx, t, sets, specs, with_graph=False, sample=False)
-        reply = session.request(_time_message(ctx, len(specs)), session.timeouts.time_s, on_step=talk)
+        plan = ctx.plan_for(candidate_key(run))
+        specs = plan.timing_seeds[t]
+        talk = _TimingConversation(ctx, t, sets, specs, with_graph=False, sample=False, plan=plan)
+        reply = session.request(_time_message(ctx, len(specs)), session.timeouts.timing_op_s(len(specs)), on_step=talk)
         if not reply.get("ok") or talk.violations or talk.done != len(specs) - 1:
             return None
-        medians.append(statistics.median(reply["samples"]["latency_ms"]))
+        samples, _ = talk.headline_samples(reply["samples"], ctx.cfg.warmup)
+        medians.append(statistics.median(samples["latency_ms"]))
     return float(statistics.mean(medians))

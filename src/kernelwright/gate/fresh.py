@@ -12,6 +12,12 @@ input values (an "input fingerprint"), yet its output differs; the parent always
 twin's output against its own reference, so such a cache fails with STALE_OUTPUT.  The changed
 block is a fixed fraction of the largest floating-point input, big enough to move more output
 elements than the definition's matched ratio forgives.
+
+Fixed inputs (a workload's safetensors tensors, ``definitions/fixed.py``) are the same in every
+spec's expansion, as in flashinfer-bench: ``make_inputs`` returns the file's tensor whatever the
+seed.  The twin therefore changes the largest *random* floating-point input; with none (every
+float input fixed) there is no twin, and the gate notes that fresh inputs could not vary what an
+output cache would key on (``WorkloadContext.fresh_note``).
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ def key(spec: Spec):
     return spec if isinstance(spec, int) else tuple(spec)
 
 
-def twin_target(input_meta) -> Optional[tuple]:
-    """(name, numel) of the largest floating-point tensor input, or None."""
+def twin_target(input_meta, fixed: Sequence[str] = ()) -> Optional[tuple]:
+    """(name, numel) of the largest floating-point tensor input that is not ``fixed`` (a
+    workload's safetensors inputs are the same in every iteration: a twin must not change
+    them), or None."""
     best = None
     for name, shape, dtype in input_meta:
-        if shape is None or not dtype.startswith(("float", "bfloat")):
+        if shape is None or not dtype.startswith(("float", "bfloat")) or name in fixed:
             continue
         n = 1
         for s in shape:
@@ -68,11 +76,12 @@ def twin_fraction(required_matched_ratio: float) -> float:
 
 
 def plan_trial(seeds: List[int], warmup: int, nsets: int, input_meta, ratio: float, rng: random.Random,
-               donor_seed: int) -> tuple:
+               donor_seed: int, fixed: Sequence[str] = ()) -> tuple:
     """Turn one timed iteration of a trial into a twin of the iteration ``nsets`` earlier (same
-    buffer set).  Returns (specs, twin index or None)."""
+    buffer set), changing a block of its largest floating-point input that is not ``fixed``.
+    Returns (specs, twin index or None: no such input)."""
     specs: List[Spec] = list(seeds)
-    target = twin_target(input_meta)
+    target = twin_target(input_meta, fixed)
     lo = warmup + nsets
     if target is None or len(seeds) <= lo:
         return specs, None

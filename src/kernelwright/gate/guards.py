@@ -21,6 +21,7 @@ TOLERANCE = "TOLERANCE"                      # outside atol/rtol/matched ratio
 STRICT_TOLERANCE = "STRICT_TOLERANCE"        # within the contest rule, outside the strict rule (relative L2)
 INTEGRITY_INCOMPLETE = "INTEGRITY_INCOMPLETE"  # the worker could not snapshot the evaluated definition's functions
 STALE_OUTPUT = "STALE_OUTPUT"                # a sampled timed iteration's output is wrong for that input set
+OUTPUT_PREWRITTEN = "OUTPUT_PREWRITTEN"      # an output lost its poison before the timed call (work in the harness's window)
 GRAPH_STALE_OUTPUT = "GRAPH_STALE_OUTPUT"    # a graph replay's output is wrong for the replayed inputs
 INPUT_MUTATED = "INPUT_MUTATED"              # an input changed during the call
 OUTPUT_NOT_TENSOR = "OUTPUT_NOT_TENSOR"      # returned object is not a plain torch.Tensor (subclass, wrapper)
@@ -46,6 +47,8 @@ DEVICE_GRAPH_MISMATCH = "DEVICE_GRAPH_MISMATCH"  # device time far below the gra
 WORKER_CRASHED = "WORKER_CRASHED"
 EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
+WORKLOAD_INPUT = "WORKLOAD_INPUT"            # the parent could not prepare a workload's inputs (definitions/fixed.py)
+REFERENCE_FAILED = "REFERENCE_FAILED"        # the definition's reference raised on a workload's inputs
 
 # -- thresholds of the clock guards (docs/gate.md, section 2) ----------------------------------
 # UNMEASURED_WORK: the device-synchronised wall clock, less an empty measurement, may exceed the
@@ -72,6 +75,8 @@ REASONS = {
     "OUTPUT_COUNT": "a value-returning solution returned the wrong number of outputs",
     STALE_OUTPUT: "a sampled timed iteration's output is wrong for that iteration's inputs",
     GRAPH_STALE_OUTPUT: "a CUDA-graph replay's output is wrong for the replayed inputs",
+    OUTPUT_PREWRITTEN: "an output buffer no longer held the poison right before the timed call: code ran in the "
+                       "harness's window (a finalizer, a callback) and wrote it off the clock",
     INPUT_MUTATED: "an input changed (or was rebound to other storage) during a call",
     OUTPUT_NOT_TENSOR: "a returned output is not a plain strided torch.Tensor (subclass, wrapper, sparse, nested)",
     OUTPUT_WRONG_DEVICE: "a returned output lives on another device",
@@ -98,7 +103,10 @@ REASONS = {
     HIDDEN_SPLIT_FAILED: "fails on the held-out (hidden) workloads",
     WORKER_CRASHED: "the worker process died",
     EXCEPTION: "the solution raised",
-    TIMEOUT: "no reply within the time limit",
+    TIMEOUT: "no reply within the time limit (a call past the per-call limit, --timeout)",
+    WORKLOAD_INPUT: "a workload's input could not be had as the definition says (a missing safetensors file or "
+                    "tensor key, another shape or dtype, a broken constraint, a blob changed during the run)",
+    REFERENCE_FAILED: "the definition's reference raised on the workload's inputs",
     "BUILD_FAILED": "the solution did not import/compile",
 }
 
@@ -386,30 +394,91 @@ def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mappin
     return None, ""
 
 
-def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False, own_names=None):
-    """(reason or None, message) from {name: [count, total_us]} of the timed call.
+def _pattern_origin(name: str) -> str:
+    """'vendor', 'torch' or '' (no pattern matches) for a kernel name."""
+    if name.startswith("torch::"):
+        return "torch"
+    if _VENDOR.search(name):
+        return "vendor"
+    if _TORCH.search(name):
+        return "torch"
+    return ""
 
-    GPU: no solution kernel -> NO_KERNELS; more than half the kernel time in vendor or aten
-    kernels -> VENDOR_KERNELS.  CPU (``cpu_ops``: torch-profiler op names of one call): any aten
-    compute op (matmul, topk, softmax, ...) -> VENDOR_KERNELS, since an interpreted Triton kernel
-    runs no aten compute op (the Triton-aware CPU rule is ``cpu_provenance_verdict``).
+
+def _names_identifier(name: str, declared) -> bool:
+    return any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", name) for n in declared)
+
+
+def attribute_kernels(kernels: Mapping[str, List[float]], launched: Mapping[str, int] = None,
+                      durations: Mapping[str, List[float]] = None, declared=()) -> Dict[str, Dict[str, float]]:
+    """Who ran each kernel, by launch rather than by name (issue 22 item 4): {name: {"solution":
+    us, <origin>: us}} from CUPTI's {name: [count, total_us]}.
+
+    - A name the gate saw the solution launch through Triton's launcher (``launched``: {name:
+      launches}, recorded in the worker) is the solution's for as many records as it launched,
+      the SHORTEST ones (``durations``: each record's us): a trivial kernel that takes a vendor
+      kernel's name claims only its own time; the other records keep the name's pattern origin.
+    - Otherwise vendor and aten patterns apply first: a declared name never turns a vendor or
+      aten kernel into the solution's (a never-launched ``@triton.jit`` named like one did).
+    - Otherwise a name containing a declared ``__global__`` function (``declared``: the CUDA
+      sources' kernels, which Triton's launcher never sees) is the solution's.
+    - Otherwise the name is 'unknown' when a launch record exists (not the solution's: every
+      Triton kernel it launched is recorded), else 'solution' (no record: the profiler path)."""
+    out: Dict[str, Dict[str, float]] = {}
+    for name, (count, total) in kernels.items():
+        count, total = int(count), float(total)
+        pattern = _pattern_origin(name)
+        if launched and launched.get(name):
+            own_n = min(count, int(launched[name]))
+            each = sorted(durations.get(name) or []) if durations else []
+            own = sum(each[:own_n]) if len(each) == count else total * own_n / max(count, 1)
+            out[name] = {"solution": own}
+            if total - own > 1e-9:
+                out[name][pattern or "unknown"] = total - own
+        elif pattern:
+            out[name] = {pattern: total}
+        elif name.startswith("triton::") or (declared and _names_identifier(name, declared)):
+            out[name] = {"solution": total}
+        else:
+            out[name] = {"unknown" if launched is not None else "solution": total}
+    return out
+
+
+def provenance_verdict(kernels: Mapping[str, List[float]], cpu_ops: bool = False, own_names=None,
+                       launched: Mapping[str, int] = None, durations: Mapping[str, List[float]] = None):
+    """(reason or None, message) from {name: [count, total_us]} of the traced calls.
+
+    GPU: time attributed by ``attribute_kernels`` (``launched``: the Triton kernels the solution
+    launched; ``own_names``: the ``__global__`` names of its CUDA sources); none of it the
+    solution's -> NO_KERNELS; more than half of it foreign (vendor, aten or unknown) ->
+    VENDOR_KERNELS.  CPU (``cpu_ops``: torch-profiler op names of one call): any aten compute
+    op (matmul, topk, softmax, ...) -> VENDOR_KERNELS, since an interpreted Triton kernel runs
+    no aten compute op (the Triton-aware CPU rule is ``cpu_provenance_verdict``).
     """
     if cpu_ops:
         used = sorted(n for n in kernels if _TORCH_CPU_COMPUTE.match(n))
         if used:
             return VENDOR_KERNELS, f"the call runs torch compute ops {used[:5]} instead of its own kernels"
         return None, ""
-    total = sum(v[1] for v in kernels.values())
-    own = {n: v for n, v in kernels.items() if classify_kernel(n, own_names) == "solution"}
+    split = attribute_kernels(kernels, launched, durations, own_names or ())
+    total = sum(sum(v.values()) for v in split.values())
+    own = {n: v["solution"] for n, v in split.items() if v.get("solution", 0) > 0}
     if not own:
         names = sorted(kernels)[:4]
-        return NO_KERNELS, f"no kernel of the solution's own ran in the timed call (saw {names})"
-    foreign = total - sum(v[1] for v in own.values())
+        return NO_KERNELS, f"no kernel the solution launched itself ran in the traced calls (saw {names})"
+    foreign = total - sum(own.values())
     if total > 0 and foreign > 0.5 * total:
-        top = sorted(((v[1], n) for n, v in kernels.items() if classify_kernel(n, own_names) != "solution"),
-                     reverse=True)[:3]
-        return VENDOR_KERNELS, f"{100 * foreign / total:.0f}% of kernel time in vendor/aten kernels: {[n for _, n in top]}"
+        top = sorted(((sum(x for k, x in v.items() if k != "solution"), n) for n, v in split.items()), reverse=True)[:3]
+        return VENDOR_KERNELS, (f"{100 * foreign / total:.0f}% of kernel time in kernels the solution did not launch "
+                                f"(vendor/aten/unknown): {[n for _, n in top]}")
     return None, ""
+
+
+def kernel_origin(name: str, split: Mapping[str, Dict[str, float]]) -> str:
+    """The origin of most of a kernel name's time (``attribute_kernels``): solution, vendor,
+    torch or unknown."""
+    parts = split.get(name) or {}
+    return max(parts, key=parts.get) if parts else "unknown"
 
 
 def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 0.8):
@@ -481,8 +550,42 @@ def protected_roots(out_dir=None) -> List[str]:
     return roots
 
 
+def cache_root() -> str:
+    """The kernelwright cache (device ceilings, hidden salt): hidden from bounded workers."""
+    from kernelwright.gate.device_info import cache_dir
+
+    return os.path.abspath(str(cache_dir()))
+
+
+def site_dirs() -> List[str]:
+    """The interpreter's site-packages directories (where a ``.pth`` file runs at every start)."""
+    import site
+
+    dirs = list(getattr(site, "getsitepackages", lambda: [])())
+    user = getattr(site, "getusersitepackages", lambda: None)()
+    if user:
+        dirs.append(user)
+    return [os.path.abspath(d) for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+
+
+def boundary_readonly_dirs() -> List[str]:
+    """Directories a bounded worker must not be able to write (its self-test tries each): the
+    kernelwright package and the site-packages directories."""
+    import kernelwright
+
+    return [os.path.dirname(os.path.abspath(kernelwright.__file__))] + site_dirs()
+
+
+def boundary_secret_files() -> List[str]:
+    """Files a bounded worker must not be able to read (its self-test tries each): the hidden
+    split's salt, when it exists."""
+    salt = os.path.join(cache_root(), "hidden_salt")
+    return [salt] if os.path.exists(salt) else []
+
+
 def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
-    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots``, except the files
+    """{path: (size, mtime_ns, ctime_ns, inode)} of every file under ``roots`` (a root may be a
+    single file), except the files
     ``exclude`` and everything under ``exclude_dirs`` (the run's worker logs: every worker may
     write its own log at any time, so a change there says nothing about the solution being
     judged).  ctime cannot be set from user space, so an edit that restores the mtime still shows."""
@@ -492,6 +595,10 @@ def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
     for root in roots:
         if not os.path.exists(root):
             found[root] = ("absent",)
+            continue
+        if not os.path.isdir(root):   # a single protected file (a definition JSON, a workload's blob)
+            st = os.lstat(root)
+            found[root] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
             continue
         for dirpath, dirnames, filenames in os.walk(root):
             if os.path.abspath(dirpath) in skip_dirs:
@@ -509,6 +616,31 @@ def snapshot_files(roots, exclude=(), exclude_dirs=()) -> Dict[str, tuple]:
                 except OSError:
                     continue
                 found[path] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return found
+
+
+def snapshot_startup_files() -> Dict[str, tuple]:
+    """{path: (size, mtime_ns, ctime_ns, inode)} of what Python runs at every start from the
+    site-packages directories: ``*.pth`` files and ``sitecustomize`` / ``usercustomize``
+    modules (site(7)), plus each directory's own entry (a file added or removed shows).  A
+    solution that plants one weakens every later run, the gate's own included (issue 22 class 5);
+    behind the OS boundary the write is refused, without it this snapshot reports it
+    (FILE_TAMPERED).  Only these names: the directories themselves change when a package is
+    installed, and nobody installs during a run."""
+    found: Dict[str, tuple] = {}
+    for directory in site_dirs():
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        hooks = sorted(n for n in names if n.endswith(".pth") or n.split(".")[0] in ("sitecustomize", "usercustomize"))
+        found[directory + os.sep + "<start-up files>"] = tuple(hooks)
+        for name in hooks:
+            try:
+                st = os.lstat(os.path.join(directory, name))
+            except OSError:
+                continue
+            found[os.path.join(directory, name)] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     return found
 
 

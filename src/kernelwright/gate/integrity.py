@@ -40,6 +40,9 @@ _MODULES = (
     # the definitions whose make_inputs the worker calls between timed iterations (red-team pass of
     # 2026-11-30: a hook on a definition's make_inputs did the work while the inputs were written)
     "kernelwright.definitions", "kernelwright.definitions.base",
+    # definitions from FlashInfer-Bench files: their input synthesis and fixed (safetensors) inputs
+    # run in the worker between timed iterations too; diagnostics words the solution's errors
+    "kernelwright.definitions.generic", "kernelwright.definitions.fixed", "kernelwright.diagnostics",
 )
 
 # aten operators the harness runs on its own tensors between timed iterations (poisoning, input
@@ -54,7 +57,9 @@ _HARNESS_OPS = ("aten::fill_.Scalar", "aten::fill_.Tensor", "aten::copy_", "aten
                 "aten::_to_copy", "aten::equal", "aten::eq.Tensor", "aten::isnan", "aten::isfinite",
                 "aten::abs", "aten::sub.Tensor", "aten::mul.Tensor", "aten::add.Tensor", "aten::div.Tensor",
                 "aten::sum", "aten::max", "aten::sort", "aten::topk", "aten::index_select", "aten::cat",
-                "aten::stack", "aten::where.self", "aten::masked_fill_.Scalar")
+                "aten::stack", "aten::where.self", "aten::masked_fill_.Scalar",
+                # the poison check before every timed call (worker.Harness._require_poison)
+                "aten::all", "aten::logical_not", "aten::eq.Scalar")
 
 _CLASSES = (
     ("torch.Tensor", lambda: __import__("torch").Tensor),
@@ -70,6 +75,9 @@ _CLASSES = (
     # change how an iteration is held or judged)
     ("kernelwright.gate.timing.StreamHold", lambda: sys.modules["kernelwright.gate.timing"].StreamHold),
     ("kernelwright.gate.timing.HoldPolicy", lambda: sys.modules["kernelwright.gate.timing"].HoldPolicy),
+    # the launch counter's wrappers (worker.LaunchCounter): replacing one hides or fakes launches
+    ("triton InterpretedFunction", lambda: __import__("triton.runtime.interpreter", fromlist=["_"]).InterpretedFunction),
+    ("triton JITFunction", lambda: __import__("triton.runtime.jit", fromlist=["_"]).JITFunction),
 )
 
 Entry = Tuple[str, Any, Any, Any]   # (label, owner, attribute name, original object)
@@ -135,7 +143,7 @@ def capture(harness: Any = None) -> Snapshot:
         entries += _entries_of(mod_name, mod, list(vars(mod)))
         for name, value in list(vars(mod).items()):
             # classes defined by the gate modules themselves (Harness, L2Flusher, ...)
-            if isinstance(value, type) and mod_name.startswith("kernelwright.gate") and \
+            if isinstance(value, type) and mod_name.startswith(("kernelwright.gate", "kernelwright.definitions")) and \
                     getattr(value, "__module__", "") == mod_name:
                 entries += _class_entries(f"{mod_name}.{name}", value)
                 classes[f"{mod_name}.{name}"] = (value, frozenset(value.__dict__))
@@ -255,9 +263,15 @@ def _hook_state() -> Dict[str, Any]:
     import gc
     import threading
 
+    import signal
+
     state: Dict[str, Any] = {
         "sys.setprofile": sys.getprofile(), "sys.settrace": sys.gettrace(),
         "gc.callbacks": tuple(id(c) for c in gc.callbacks),
+        # a Python signal handler runs between any two bytecodes of the harness, e.g. while it
+        # waits for the parent's copy of a checked output (issue 22, class 2)
+        "signal handlers": tuple((int(n), id(signal.getsignal(n))) for n in sorted(signal.valid_signals())
+                                 if _has_handler_slot(signal, n)),
     }
     for name in ("getprofile", "gettrace"):
         get = getattr(threading, name, None)       # Python >= 3.10
@@ -282,6 +296,14 @@ def _hook_state() -> Dict[str, Any]:
     if monitoring is not None:
         state["sys.monitoring"] = tuple(monitoring.get_tool(i) for i in range(6))
     return state
+
+
+def _has_handler_slot(signal, n) -> bool:
+    try:
+        signal.getsignal(n)
+        return True
+    except (ValueError, OSError):
+        return False
 
 
 def hooks_installed(snap: Snapshot) -> List[str]:

@@ -8,11 +8,14 @@ the tail of its log; either way the session can be restarted for the next worklo
 Around every message the session snapshots the protected files (``guards.protected_roots``:
 the gate's and the definitions' sources, the kernelwright cache, the results folder) and
 reports any change as ``files_changed`` in the reply (FILE_TAMPERED).  The worker is started
-without ``KERNELWRIGHT_HIDDEN_SALT`` in its environment.
+without ``KERNELWRIGHT_HIDDEN_SALT`` in its environment, behind the OS boundary of
+``gate/sandbox.py`` (its own uid, mount and PID namespaces where the machine allows; the level it
+got is ``WorkerSession.boundary``, recorded in every trace as ``gate.notes.isolation``).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import tempfile
@@ -24,28 +27,55 @@ from typing import Any, Dict, List, Optional
 
 import torch.multiprocessing as tmp
 
-from kernelwright.gate import guards, wire
+from kernelwright.gate import guards, sandbox, wire
 from kernelwright.trace import Solution
 
 
 _SPAWN_LOCK = threading.Lock()
+# boundary levels that failed to start a worker in this process ({(level, device kind): why}):
+# later sessions go straight to the next level
+_FAILED_LEVELS: Dict[tuple, str] = {}
+_LIVE_UIDS: set = set()
 
 
 @dataclass
 class Timeouts:
-    """Seconds allowed per message (``load`` includes importing and building the solution)."""
+    """Seconds allowed per message (``load`` includes importing and building the solution).
+
+    ``step_s`` (None by default): the per-call limit inside a timing op as well -- the longest
+    wait for the worker's next message (each timed iteration exchanges two: its spec, its end),
+    so a call that hangs in the timed loop fails after ``step_s`` rather than after the whole op's
+    ``time_s``.  ``per_call(seconds)`` is what ``--timeout`` sets."""
 
     start_s: float = 180.0
     load_s: float = 900.0
     alloc_s: float = 120.0
     call_s: float = 300.0
     time_s: float = 600.0
+    step_s: Optional[float] = None
+
+    @classmethod
+    def per_call(cls, seconds: Optional[float]) -> Optional["Timeouts"]:
+        """The limits of ``--timeout SECONDS``: every call of the solution, in the correctness
+        trials and in each timed iteration, may take at most ``seconds``; None keeps the defaults
+        (``call_s`` 300 s, a timing op ``time_s`` 600 s in all)."""
+        if seconds is None:
+            return None
+        return cls(call_s=float(seconds), step_s=float(seconds))
+
+    def timing_op_s(self, calls: int) -> float:
+        """The whole limit of a timing op of ``calls`` calls: ``time_s``, or with a per-call limit
+        at least one ``step_s`` per call and one more (slow honest calls are not cut short)."""
+        if self.step_s is None:
+            return self.time_s
+        return max(self.time_s, self.step_s * (calls + 1))
 
 
 class WorkerSession:
     def __init__(self, solution: Solution, device: str, timeouts: Optional[Timeouts] = None,
                  trusted: bool = False, prepare: Optional[str] = None, log_dir: Optional[Path] = None,
-                 protect: Optional[List[str]] = None):
+                 protect: Optional[List[str]] = None, isolation: Optional[str] = None,
+                 data_files: Optional[List[str]] = None):
         self.solution = solution
         self.device = device
         self.timeouts = timeouts or Timeouts()
@@ -55,6 +85,7 @@ class WorkerSession:
         if protect is None:
             protect = guards.protected_roots(self.log_dir.parent if log_dir else None)
         self.protect = list(protect)
+        self.data_files = list(data_files or [])   # read by the worker's input synthesis (blobs, definition JSON)
         self._logs: List[str] = []
         self.proc = None
         self._own_group = False
@@ -65,6 +96,9 @@ class WorkerSession:
         self.restarts = 0
         self._log_path = None
         self._log_offset = 0
+        self.isolation = isolation          # None: $KERNELWRIGHT_ISOLATION, else auto (sandbox.requested_level)
+        self.boundary: Optional[sandbox.Boundary] = None
+        self.worker_pid: Optional[int] = None
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -72,9 +106,37 @@ class WorkerSession:
         return self.proc is not None and self.proc.is_alive()
 
     def start(self) -> Dict[str, Any]:
-        """Spawn the worker and load the solution; returns the load reply (``ok`` False on
-        COMPILE_ERROR / TIMEOUT / RUNTIME_ERROR)."""
+        """Spawn the worker behind the strongest boundary that works here (``sandbox``: the
+        requested level, then each weaker one; a level that cannot be set up or whose worker
+        does not come up is noted in ``boundary.fallbacks``) and load the solution; returns the
+        load reply (``ok`` False on COMPILE_ERROR / TIMEOUT / RUNTIME_ERROR)."""
         self.close()
+        sandbox.protect_parent()   # no worker may trace this process or read its memory
+        requested = sandbox.requested_level(self.device, self.isolation)
+        kind = "cuda" if str(self.device).startswith("cuda") else "cpu"
+        fallbacks: List[str] = []
+        for level in sandbox.levels_from(requested):
+            why = sandbox.why_unavailable(level) or _FAILED_LEVELS.get((level, kind))
+            if why:
+                fallbacks.append(f"{level}: {why}")
+                continue
+            ready = self._spawn(level, requested, fallbacks)
+            if ready.get("ok") or level == "none":
+                break
+            lines = [ln.strip() for ln in str(ready.get("error", "")).splitlines() if ln.strip()]
+            why = "the worker did not start: " + (" / ".join(lines[:1] + lines[-1:]) if lines else "?")[:300]
+            _FAILED_LEVELS[(level, kind)] = why
+            fallbacks.append(f"{level}: {why}")
+            self.close()
+        if not ready.get("ok"):
+            self.load_reply = ready
+            return ready
+        self.load_reply = self.request({"op": "load", "solution": self.solution.model_dump_json(),
+                                        "trusted": self.trusted, "prepare": self.prepare}, self.timeouts.load_s)
+        return self.load_reply
+
+    def _spawn(self, level: str, requested: str, fallbacks: List[str]) -> Dict[str, Any]:
+        """Start one worker behind ``level`` and wait for its ready message."""
         from kernelwright.gate import worker
 
         ctx = tmp.get_context("spawn")
@@ -83,28 +145,64 @@ class WorkerSession:
         self._log_path = str(self.log_dir / f"{self.solution.name}.worker{self.restarts}.log")
         self._logs.append(os.path.abspath(self._log_path))
         self._log_offset = 0
-        self.proc = ctx.Process(target=worker.main, args=(child, self.device, self._log_path), daemon=True)
-        with _SPAWN_LOCK:   # the worker must not inherit the hidden salt
-            hidden = os.environ.pop("KERNELWRIGHT_HIDDEN_SALT", None)
-            try:
-                self.proc.start()
-            finally:
-                if hidden is not None:
-                    os.environ["KERNELWRIGHT_HIDDEN_SALT"] = hidden
+        self.boundary = sandbox.Boundary(requested, level, fallbacks=list(fallbacks))
+        self.worker_pid, self._own_group = None, False
+        log_fd, log_arg = None, self._log_path
+        if level != "none":    # the set-up step makes the parent's descriptor the worker's stdout/stderr
+            log_fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            log_arg = None
+        try:
+            launch = sandbox.plan_launch(level, self.device, log_fd,
+                                         hide=[guards.cache_root(), os.path.abspath(self.log_dir)],
+                                         readonly=guards.boundary_readonly_dirs(),
+                                         secret=guards.boundary_secret_files(), taken_uids=_LIVE_UIDS,
+                                         data=self.data_files)
+        except Exception:
+            if log_fd is not None:
+                os.close(log_fd)
+            raise
+        if launch.uid is not None:
+            _LIVE_UIDS.add(launch.uid)
+        self.boundary.uid, self.boundary.scratch = launch.uid, launch.scratch
+        prefix, pass_fds, expect = launch.prefix, launch.pass_fds, launch.expect
+        self.proc = ctx.Process(target=worker.main, args=(child, self.device, log_arg, expect), daemon=True)
+        # the child inherits this process's multiprocessing temp directory (Process._config), where its
+        # resource sharer would bind its socket: behind the boundary that directory is not there (a
+        # private /tmp) or not the worker's to write; it makes its own under its TMPDIR instead
+        getattr(self.proc, "_config", {}).pop("tempdir", None)
+        try:
+            with _SPAWN_LOCK:   # the worker must not inherit the hidden salt
+                hidden = os.environ.pop("KERNELWRIGHT_HIDDEN_SALT", None)
+                try:
+                    with sandbox.launch_through(prefix, pass_fds):
+                        self.proc.start()
+                finally:
+                    if hidden is not None:
+                        os.environ["KERNELWRIGHT_HIDDEN_SALT"] = hidden
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
         child.close()
         self.conn = parent
         self._peer = wire.Peer()   # learns the worker's resource-sharer address from its ready message
         ready = self._wait(self.timeouts.start_s)
+        # under "full" the worker is the grandchild of the process multiprocessing started
+        # (unshare --fork, then the PID namespace's init)
+        self.worker_pid = sandbox.worker_pid_of(level, self.proc.pid)
         try:   # the worker made itself a process-group leader (os.setsid) before replying
-            self._own_group = ready.get("ok") is True and os.getpgid(self.proc.pid) == self.proc.pid != os.getpgid(0)
+            self._own_group = ready.get("ok") is True and self.worker_pid is not None and \
+                os.getpgid(self.worker_pid) == self.worker_pid != os.getpgid(0)
         except OSError:
             self._own_group = False
-        if not ready.get("ok"):
-            self.load_reply = ready
-            return ready
-        self.load_reply = self.request({"op": "load", "solution": self.solution.model_dump_json(),
-                                        "trusted": self.trusted, "prepare": self.prepare}, self.timeouts.load_s)
-        return self.load_reply
+        probe = ready.get("cuda_probe")
+        if ready.get("ok") and probe is not None and not bool((probe == 7.0).all()):
+            self.kill()
+            ready = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
+                     "error": "a CUDA tensor shared by the worker arrived with other values (CUDA IPC)"}
+        if ready.get("ok") and self.worker_pid is not None:
+            self.boundary.observed = sandbox.observe(self.worker_pid)
+            self.boundary.self_test = dict(ready.get("boundary") or {})
+        return ready
 
     def pause(self) -> None:
         """Stop the worker's process group (SIGSTOP) while another candidate of the same run is
@@ -114,7 +212,7 @@ class WorkerSession:
         if self._paused or not self._own_group or not self.alive:
             return
         try:
-            os.killpg(self.proc.pid, signal.SIGSTOP)
+            os.killpg(self.worker_pid, signal.SIGSTOP)
             self._paused = True
         except OSError:
             pass
@@ -124,7 +222,7 @@ class WorkerSession:
             return
         self._paused = False
         try:
-            os.killpg(self.proc.pid, signal.SIGCONT)
+            os.killpg(self.worker_pid, signal.SIGCONT)
         except (OSError, AttributeError):
             pass
 
@@ -146,6 +244,7 @@ class WorkerSession:
                 self.proc.join(5)
             self._kill_group()   # descendants the worker left behind (a detached daemon)
         self.proc = None
+        self._forget_boundary()
         if self.conn is not None:
             try:
                 self.conn.close()
@@ -162,7 +261,7 @@ class WorkerSession:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
         self.resume()
-        before = guards.snapshot_files(self.protect, self._logs, (self.log_dir,)) if self.protect else None
+        before = self._snapshot()
         started = time.perf_counter()
         try:
             self.conn.send(msg)
@@ -172,19 +271,32 @@ class WorkerSession:
         reply["parent_wall_s"] = time.perf_counter() - started
         reply.pop("files_changed", None)
         if before is not None:
-            changed = guards.changed_files(before, guards.snapshot_files(self.protect, self._logs, (self.log_dir,)))
+            changed = guards.changed_files(before, self._snapshot())
             if changed:
                 reply["files_changed"] = changed
         return reply
 
+    def _snapshot(self) -> Optional[Dict[str, tuple]]:
+        """The protected files, and the site-packages start-up files (guards.snapshot_startup_files)."""
+        if not self.protect:
+            return None
+        return {**guards.snapshot_files(self.protect, self._logs, (self.log_dir,)), **guards.snapshot_startup_files()}
+
     def _wait(self, timeout_s: float, on_step=None) -> Dict[str, Any]:
         deadline = time.monotonic() + timeout_s
+        step_s = self.timeouts.step_s if on_step is not None else None
+        idle_deadline = time.monotonic() + step_s if step_s else math.inf
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = min(deadline, idle_deadline) - now
             if remaining <= 0:
                 self.kill()
-                return {"ok": False, "status": "TIMEOUT", "reason": "TIMEOUT",
-                        "error": f"no reply within {timeout_s:.0f} s\n" + self.log_tail()}
+                if idle_deadline < deadline:
+                    why = f"a call ran past the per-call limit of {step_s:g} s (--timeout)"
+                else:
+                    why = f"no reply within {timeout_s:g} s" + (" (--timeout)" if self.timeouts.step_s else "")
+                return {"ok": False, "status": "TIMEOUT", "reason": "TIMEOUT", "line": why,
+                        "error": why + "\n" + self.log_tail()}
             try:
                 if self.conn.poll(min(remaining, 1.0)):
                     reply = wire.safe_recv(self.conn, self._peer)   # never conn.recv(): see gate/wire.py
@@ -196,6 +308,8 @@ class WorkerSession:
                             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
                                     "error": f"an exchange step outside a timing op: {str(reply)[:200]}"}
                         self.conn.send(on_step(reply))
+                        if step_s:
+                            idle_deadline = time.monotonic() + step_s
                         continue
                     return reply
             except wire.ForbiddenGlobal as exc:
@@ -207,12 +321,17 @@ class WorkerSession:
             except Exception as exc:  # unpicklable reply etc.
                 return self._crashed(f"bad reply: {type(exc).__name__}: {exc}")
             if not self.proc.is_alive():
-                return self._crashed(f"exit code {self.proc.exitcode}")
+                return self._crashed("it exited")
 
     def _crashed(self, why: str) -> Dict[str, Any]:
+        code = None
+        if self.proc is not None:
+            self.proc.join(2)            # a worker that died is gone at once; give its exit status a moment
+            code = self.proc.exitcode
         self.kill()
-        return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
-                "error": f"worker died ({why})\n" + self.log_tail()}
+        line = f"worker died ({why}; {describe_exit(code)})"
+        return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED, "line": line,
+                "error": line + "\n" + self.log_tail()}
 
     def kill(self) -> None:
         self.resume()
@@ -224,12 +343,24 @@ class WorkerSession:
     def _kill_group(self) -> None:
         """Kill what is left of the worker's process group (it calls ``os.setsid`` at start, so
         the group is its own: never the parent's)."""
-        if self.proc is None or self.proc.pid is None or not self._own_group:
+        if self.proc is None or self.worker_pid is None or not self._own_group:
             return
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.worker_pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError, OSError):
             pass
+
+    def _forget_boundary(self) -> None:
+        """After the worker ended: remove its scratch directory and free its uid."""
+        b = self.boundary
+        if b is None:
+            return
+        if b.scratch:
+            import shutil
+
+            shutil.rmtree(b.scratch, ignore_errors=True)
+            b.scratch = None
+        _LIVE_UIDS.discard(b.uid)
 
     def log_tail(self, limit: int = 8000) -> str:
         if not self._log_path or not os.path.exists(self._log_path):
@@ -247,6 +378,20 @@ class WorkerSession:
             data = fh.read()
         self._log_offset += len(data)
         return data[-limit:].decode(errors="replace")
+
+
+def describe_exit(code: Optional[int]) -> str:
+    """``exit code 3``, ``killed by signal 11 (SIGSEGV)``, or ``still running`` for a worker the
+    gate had to kill (None)."""
+    if code is None:
+        return "still running: killed by the gate"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return f"killed by signal {-code} ({name})"
+    return f"exit code {code}"
 
 
 def focus(sessions, current: "WorkerSession") -> None:

@@ -662,6 +662,8 @@ class TimingSamples:
     kernel_sum_ms: List[float] = field(default_factory=list)
     kernel_span_ms: List[float] = field(default_factory=list)
     kernels: Dict[str, List[float]] = field(default_factory=dict)  # name -> [count, total_us]
+    kernel_durations: Dict[str, List[float]] = field(default_factory=dict)  # CUPTI: name -> each record's us
+    launched: Optional[Dict[str, int]] = None    # CUDA: Triton kernels the solution launched in the CUPTI window
     empty_wall_ms: List[float] = field(default_factory=list)
     cupti_error: Optional[str] = None
     cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied

@@ -34,6 +34,11 @@ from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.device_info import resolve_device
 
+# bound before any solution code runs (the timed iterations' window disables the collector)
+import gc as _gc
+
+_GC_DISABLE, _GC_ENABLE, _GC_ISENABLED = _gc.disable, _gc.enable, _gc.isenabled
+
 FLOAT_POISON = (float("nan"), 7777.0)
 INT_POISON = (-(2**31 - 1), 0)
 
@@ -72,11 +77,12 @@ def guard_plain_tensors(tensors: List[torch.Tensor], what: str) -> None:
 
 
 class SolutionError(Exception):
-    """The solution misbehaved; ``status`` and ``reason`` say how."""
+    """The solution misbehaved; ``status`` and ``reason`` say how, ``line`` (optional) in one line
+    naming the solution's own file and line."""
 
-    def __init__(self, status: str, reason: str, message: str):
+    def __init__(self, status: str, reason: str, message: str, line: Optional[str] = None):
         super().__init__(message)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.line = status, reason, line
 
 
 def _raw_pipe(conn):
@@ -121,44 +127,84 @@ def _raw_pipe(conn):
     return send, recv
 
 
+_getframe = sys._getframe   # bound before any solution code runs (LaunchCounter.inside)
+
+
 class LaunchCounter:
-    """Counts Triton kernel launches of the interpreter (CPU) and keeps the solution's host-side
-    aten ops apart from the interpreter's own (``inside`` is set while a kernel runs)."""
+    """Counts the Triton kernels the solution launches, by name: on CPU the interpreter's
+    launches (``InterpretedFunction.run``: the CPU launch rule and the provenance ablation), on
+    CUDA the JIT launcher's (``JITFunction.run``: which kernels the solution itself launched,
+    correlated with CUPTI's names for provenance).  Installed at the harness's start, before the
+    integrity snapshot (which then watches the wrapper) and for every language.
+
+    The counts live in the wrapper's closure, not in attributes a solution could set (issue 22,
+    class 3: ``counter.total`` and the old ``inside`` flag were plain attributes), and whether a
+    torch op runs inside a launch is read from the call stack (a frame of the wrapper's own
+    code), which no attribute write fakes.  A solution that edits closure cells through ctypes
+    or ``__closure__`` is not seen (docs/gate.md, section 3)."""
 
     def __init__(self) -> None:
-        self.total = 0
-        self.inside = 0
-        self.ablate = False     # skip every kernel (the provenance ablation call): launches still count
-        self.by_name: Dict[str, List[float]] = {}
+        self._read = lambda: (0, {})
+        self._set_ablate = lambda on: None
+        self._code = None
 
-    def install(self) -> bool:
+    @property
+    def total(self) -> int:
+        return self._read()[0]
+
+    @property
+    def by_name(self) -> Dict[str, List[float]]:
+        return self._read()[1]
+
+    def set_ablate(self, on: bool) -> None:
+        """Skip every kernel (the provenance ablation call); skipped launches still count."""
+        self._set_ablate(on)
+
+    def inside(self) -> bool:
+        """Whether the caller runs inside a counted launch (the interpreter's own torch ops)."""
+        code = self._code
+        f = _getframe(1)
+        while f is not None:
+            if f.f_code is code:
+                return True
+            f = f.f_back
+        return False
+
+    def install(self, interpreter: bool) -> bool:
         try:
-            from triton.runtime.interpreter import InterpretedFunction
+            if interpreter:
+                from triton.runtime.interpreter import InterpretedFunction as launcher
+            else:
+                from triton.runtime.jit import JITFunction as launcher
         except Exception:
             return False
-        original = InterpretedFunction.run
-        counter = self
+        original = launcher.run
+        state = {"total": 0, "ablate": False}
+        by_name: Dict[str, List[float]] = {}
         clock = T.now_s
+        prefix = "triton::" if interpreter else ""
 
-        def run(fn_self, *args, grid, warmup, **kwargs):
-            if warmup:
-                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            if counter.ablate:
-                counter.total += 1
+        def run(fn_self, *args, **kwargs):
+            if kwargs.get("warmup"):
+                return original(fn_self, *args, **kwargs)
+            if state["ablate"]:
+                state["total"] += 1
                 return None
-            counter.inside += 1
             t0 = clock()
-            try:
-                result = original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
-            finally:
-                counter.inside -= 1
-            agg = counter.by_name.setdefault("triton::" + getattr(fn_self, "__name__", "?"), [0, 0.0])
+            result = original(fn_self, *args, **kwargs)
+            # the launched kernel's own name where the launcher returns it (CompiledKernel.name)
+            name = getattr(result, "name", None) if not interpreter else None
+            name = prefix + (name if isinstance(name, str) else getattr(fn_self, "__name__", "?"))
+            agg = by_name.setdefault(name, [0, 0.0])
             agg[0] += 1
             agg[1] += (clock() - t0) * 1e6
-            counter.total += 1
+            state["total"] += 1
             return result
 
-        InterpretedFunction.run = run
+        launcher.run = run
+        self._code = run.__code__
+        self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
+        self._set_ablate = lambda on: state.__setitem__("ablate", bool(on))
         return True
 
 
@@ -176,7 +222,7 @@ class HostOpRecorder:
         class _Recorder(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if counter.inside:
+                if counter.inside():
                     return func(*args, **kwargs)
                 t0 = clock()
                 out = func(*args, **kwargs)
@@ -212,8 +258,11 @@ class Harness:
         # the device-time clock's blocking kernel, built before any solution code runs (None off
         # CUDA or without cuda-python: the headline is then the eager latency, labelled so)
         self.hold = T.StreamHold.create(self.device) if self.device.type == "cuda" else None
+        # every language: a python-language solution used to skip the CPU launch rule (issue 22)
         self.launches = LaunchCounter()
-        self.count_launches = False
+        interpreted = self.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+        installed = self.launches.install(interpreter=interpreted) if (interpreted or self.device.type == "cuda") else False
+        self.count_launches = interpreted and installed
         self.language = ""
         self._ptrs: List[List[int]] = []
         self.fn = None
@@ -268,9 +317,13 @@ class Harness:
                 reply = handler(self, msg)
             except SolutionError as exc:
                 reply = {"ok": False, "status": exc.status, "reason": exc.reason, "error": str(exc)[-4000:]}
+                if exc.line:
+                    reply["line"] = exc.line
             except Exception as exc:  # the harness itself failed on this message
                 reply = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
                          "error": "".join(traceback.format_exception(exc))[-4000:]}
+            if op == "time":
+                _GC_ENABLE()   # a timed iteration that raised inside its window left it off
             if op in ("load", "alloc"):
                 rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
             if op == "load":
@@ -321,9 +374,10 @@ class Harness:
         root = Path(tempfile.mkdtemp(prefix="kw-solution-"))
         package = f"kwsol_{solution.content_hash()[:12]}"
         solution.write_sources(root / package)
+        # how errors name the solution's files: its own paths (kernel.py), not the temporary copy's
+        # and not the internal package name kwsol_<hash>
+        self._source_names = {f"{root / package}/": "", f"{package}.": "", package: solution.name}
         self.language = solution.spec.language.value
-        if self.device.type == "cpu" and self.language == "triton" and os.environ.get("TRITON_INTERPRET") == "1":
-            self.count_launches = self.launches.install()
         py_before, native_before = threading.active_count(), guards.native_thread_count()
         try:
             if solution.spec.language.value in ("cuda", "cpp") and not solution.spec.entry_file.endswith(".py"):
@@ -337,14 +391,22 @@ class Harness:
                 if prep and msg.get("trusted"):
                     self.prepare = getattr(module, prep)
         except Exception as exc:
-            raise SolutionError("COMPILE_ERROR", "BUILD_FAILED",
-                                "".join(traceback.format_exception(exc))[-4000:]) from exc
+            raise self._solution_error("COMPILE_ERROR", "BUILD_FAILED", exc) from exc
         if not callable(self.fn):
             raise SolutionError("COMPILE_ERROR", "BUILD_FAILED", f"entry {solution.spec.entry_point} is not callable")
         self.threads_at_load = guards.native_thread_names()
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "py_threads": threading.active_count(), "py_threads_before": py_before,
                 "threads_before": native_before, "counts_launches": self.count_launches}
+
+    def _solution_error(self, status: str, reason: str, exc: BaseException) -> "SolutionError":
+        """A SolutionError for an exception of the solution's: its traceback with the solution's
+        own file names, and one line (``kernel.py, line 12: SyntaxError: invalid syntax``)."""
+        from kernelwright.diagnostics import exception_line, rename
+
+        names = getattr(self, "_source_names", {})
+        text = rename("".join(traceback.format_exception(exc)), names)[-4000:]
+        return SolutionError(status, reason, text, exception_line(exc, names))
 
     def _build_extension(self, solution, folder: Path, package: str):
         from torch.utils.cpp_extension import load
@@ -374,7 +436,6 @@ class Harness:
         for _ in range(msg["samples"]):
             self.samples.append([self._empty(shape, dt) for _, shape, dt in self.output_meta])
         self._ptrs = [[guards.storage_span(t)[0] for t in st["inputs"] + st["outputs"]] for st in self.sets]
-        self.last_specs: Dict[int, Any] = {}
         return {"ok": True, "sets": self.sets, "samples": self.samples}
 
     def _note_call_threads(self, before: Dict[int, str]) -> None:
@@ -414,8 +475,12 @@ class Harness:
             return None
         return self.fn(*args, **kwargs)
 
-    def _accept_returned(self, returned: Any, args: List[Any], outputs: List[torch.Tensor]) -> None:
-        """Validate a value-returning solution's result and copy it into the output buffers."""
+    def _accept_returned(self, returned: Any, args: List[Any], outputs: List[torch.Tensor],
+                         retired: Optional[List[Any]] = None) -> None:
+        """Validate a value-returning solution's result and copy it into the output buffers.
+        ``retired``: where the previous call's returned tensors go instead of being freed here
+        (inside a timed iteration's window a freed tensor's weakref callback would run the
+        solution's code before the parent's copy)."""
         names = [m[0] for m in self.output_meta]
         # the containers' own C methods: a subclass's get/__iter__ would run the solution's code
         # here, after the clock stopped (red-team case ``lazy_container``)
@@ -461,6 +526,8 @@ class Harness:
         # the caller owns returned tensors: scribble over them, so that a solution that hands out
         # the same storage again (an output cache) hands out poison
         poison(list(items), 1)
+        if retired is not None:
+            retired.append(self._previous_returned)
         self._previous_returned = list(items)  # kept alive until the next call returns
 
     def _checked_call(self, set_index: int, scalars, state=None, observe: Optional[Dict[str, List[float]]] = None):
@@ -476,7 +543,7 @@ class Harness:
             raise
         except Exception as exc:
             status = "COMPILE_ERROR" if "CompilationError" in type(exc).__name__ else "RUNTIME_ERROR"
-            raise SolutionError(status, guards.EXCEPTION, "".join(traceback.format_exception(exc))[-4000:]) from exc
+            raise self._solution_error(status, guards.EXCEPTION, exc) from exc
         self._check_rebound(set_index)
         if not self.dps:
             self._accept_returned(returned, args, outputs)
@@ -491,17 +558,16 @@ class Harness:
         state = self._prepare(set_index, msg["scalars"])
         host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
         before = self.launches.total
-        self.launches.ablate = bool(msg.get("ablate")) and self.count_launches
+        self.launches.set_ablate(bool(msg.get("ablate")) and self.count_launches)
         try:
             self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
         finally:
-            self.launches.ablate = False
+            self.launches.set_ablate(False)
         launched = self.launches.total - before
         self.prims.sync()
         self._note_call_threads(threads_before)
         if msg.get("churn"):
             del churn
-        self.last_specs.pop(set_index, None)   # the parent filled this set itself
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "new_threads": self._new_thread_names(), "call_threads": sorted(self.call_threads.values()),
                 "py_threads": threading.active_count(), "launches": launched if self.count_launches else None,
@@ -534,7 +600,6 @@ class Harness:
                     scalars[name] = new[name]
                 else:
                     torch.Tensor.copy_(next(tensors), new[name])   # the class's method (see poison)
-        self.last_specs[set_index] = spec
         return scalars
 
     def _integrity_now(self) -> frozenset:
@@ -566,12 +631,37 @@ class Harness:
         the solution ever sees the inputs of a later iteration (red-team case ``future_inputs``)."""
         return self._step({"step": "spec", "phase": phase, "i": i})["spec"]
 
-    def _done(self, phase: str, i: int) -> None:
-        """Tell the parent that iteration ``i`` finished (device synchronised) and wait while it
-        decides, with its own randomness, whether to copy this iteration's outputs for a check:
-        nothing runs in this process meanwhile, so no later call can repair a checked output
-        (red-team case ``repair_checked``)."""
-        self._step({"step": "done", "phase": phase, "i": i})
+    def _done(self, phase: str, i: int, sample: Optional[Dict[str, Any]] = None) -> None:
+        """Tell the parent that iteration ``i`` finished (device synchronised), with its timing
+        ``sample`` read just now (the parent keeps the samples: the worker's own lists, which
+        the solution can reach through frames, are only compared), and wait while it decides,
+        with its own randomness, whether to copy this iteration's outputs for a check: nothing
+        runs in this process meanwhile, so no later call can repair a checked output (red-team
+        case ``repair_checked``)."""
+        message = {"step": "done", "phase": phase, "i": i}
+        if sample is not None:
+            message["sample"] = sample
+        self._step(message)
+
+    def _require_poison(self, outputs: List[torch.Tensor], phase: str, i: int) -> None:
+        """Off the clock, just before the L2 flush and the timed call: every output buffer still
+        holds the poison written after the inputs' regeneration.  Anything else means code ran
+        in the harness's own window and wrote the outputs there (a finalizer, a weakref or gc
+        callback, a hook), so the timed call would not have had to compute them.  Checked before
+        the flush, which stays the last step before the clock (reading the outputs would warm
+        the L2).  Raises SolutionError(RUNTIME_ERROR, OUTPUT_PREWRITTEN)."""
+        with torch._C.DisableTorchFunctionSubclass():
+            for k, t in enumerate(outputs):
+                if torch.Tensor.is_floating_point(t):
+                    held = torch.isnan(t).all()
+                elif t.dtype == torch.bool:
+                    held = torch.logical_not(t).all()
+                else:
+                    held = torch.eq(t, INT_POISON[0]).all()
+                if not bool(held):
+                    raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_PREWRITTEN,
+                                        f"output {k} of {phase} iteration {i} no longer held the poison right "
+                                        "before the timed call: it was written in the harness's window, off the clock")
 
     def op_time(self, msg) -> Dict[str, Any]:
         """Timed iterations.  Every iteration gets freshly generated input contents (its spec,
@@ -601,14 +691,17 @@ class Harness:
         children_before = guards.child_process_count()
         counting = self.count_launches
         fewest = None
-        device_events, eager_events = [], []
+        gc_disable, gc_enable, gc_isenabled = _GC_DISABLE, _GC_ENABLE, _GC_ISENABLED
         for i in range(count):
+            retired: List[Any] = []   # what the harness lets go of inside the window: freed after it
+            gc_disable()              # the window: from the inputs' regeneration to the parent's copy
             s = i % nsets
             scalars = self._regenerate(builtin, workload, self._spec("time", i), s)
             poison(self.sets[s]["outputs"])
             state = self._prepare(s, scalars)
             args = self._args(s, scalars)
             outputs = self.sets[s]["outputs"]
+            self._require_poison(outputs, "time", i)
             self.flusher.flush()
             P.sync()
             launched_before = self.launches.total
@@ -616,48 +709,65 @@ class Harness:
                 t0 = P.now()
                 returned = self._call(args, outputs, state)
                 wall = P.now() - t0
+                timing = {}
             elif policy.holds(i):
                 returned, timing = self._held_call(args, outputs, state)
             else:
                 returned, timing = self._idle_call(args, outputs, state)
+            n = self.launches.total - launched_before if counting else None
             if counting:
-                n = self.launches.total - launched_before
                 fewest = n if fewest is None else min(fewest, n)
             self._check_rebound(s)
             if not self.dps:
-                self._accept_returned(returned, args, outputs)
+                self._accept_returned(returned, args, outputs, retired)
             P.sync()
-            self._done("time", i)
+            # the sample goes to the parent as soon as it is read (the parent keeps the samples)
+            if not cuda:
+                sample = {"kind": "cpu", "ms": wall * 1e3}
+            elif "outcome" in timing:
+                sample = {"kind": "held", "outcome": timing["outcome"], "ms": float(P.event_elapsed(*timing["events"])),
+                          "held_wall_ms": timing["after_release_s"] * 1e3, "held_span_ms": timing["span_s"] * 1e3,
+                          "host_ms": timing["host_s"] * 1e3}
+            else:
+                sample = {"kind": "eager", "ms": float(P.event_elapsed(*timing["events"])), "wall_ms": timing["wall_s"] * 1e3}
+            sample["launches"] = n
+            self._done("time", i, sample)
+            if gc_isenabled():
+                raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                                    f"the garbage collector was re-enabled inside the harness's window (timed iteration {i})")
+            gc_enable()
+            returned = timing = state = args = scalars = None   # finalizers run here, after the parent's copy
+            retired.clear()
             self._check_integrity(base)
             if not cuda:
                 if i >= warmup:
-                    out.wall_ms.append(wall * 1e3)
+                    out.wall_ms.append(sample["ms"])
                 continue
-            if "outcome" in timing:      # a held iteration
-                if policy.note(i, timing["outcome"]) and i >= warmup:
-                    device_events.append(timing["events"])
+            if sample["kind"] == "held":
+                if policy.note(i, sample["outcome"]) and i >= warmup:
+                    out.latency_ms.append(sample["ms"])
                     out.latency_iters.append(i)
-                    out.held_wall_ms.append(timing["after_release_s"] * 1e3)
-                    out.held_span_ms.append(timing["span_s"] * 1e3)
-                    out.host_ms.append(timing["host_s"] * 1e3)
+                    out.held_wall_ms.append(sample["held_wall_ms"])
+                    out.held_span_ms.append(sample["held_span_ms"])
+                    out.host_ms.append(sample["host_ms"])
             elif i >= warmup:
-                eager_events.append(timing["events"])
+                out.eager_latency_ms.append(sample["ms"])
                 out.eager_iters.append(i)
-                out.wall_ms.append(timing["wall_s"] * 1e3)
+                out.wall_ms.append(sample["wall_ms"])
         P.sync()
         after = {"threads_after": guards.native_thread_count(), "children_after": guards.child_process_count(),
                  "py_threads": threading.active_count()}
         out.hold_timeouts = policy.timeouts
         if cuda:
-            out.eager_latency_ms = [float(P.event_elapsed(a, b)) for a, b in eager_events]
-            device = [float(P.event_elapsed(a, b)) for a, b in device_events]
-            if device:
-                out.clock, out.latency_ms = "device", device
+            if out.latency_ms:
+                out.clock = "device"
             else:   # no iteration could be held: the eager samples are the headline
                 out.clock, out.latency_ms, out.latency_iters = "eager", list(out.eager_latency_ms), list(out.eager_iters)
             out.empty_wall_ms = self._empty_wall(20)
             if self.hold is not None:
                 out.empty_held_wall_ms = self._empty_held_wall(20)
+            self._step({"step": "sample", "phase": "empty", "i": 0,
+                        "empty_wall_ms": list(out.empty_wall_ms), "empty_held_wall_ms": list(out.empty_held_wall_ms)})
         else:
             out.clock, out.latency_ms = "cpu", list(out.wall_ms)
             out.latency_iters = list(range(warmup, count))
@@ -669,7 +779,7 @@ class Harness:
         elif msg.get("profile_kernels"):
             self._profile_kernels(builtin, workload, msg, out)
         return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
-                "children_before": children_before, "last_specs": {str(k): v for k, v in self.last_specs.items()},
+                "children_before": children_before,
                 "l2_limit": self._l2_limit(), **after}
 
     def _held_call(self, args, outputs, state, call=None):
@@ -768,6 +878,7 @@ class Harness:
             P.sync()
             # behind the hold like the headline (the replay's host submission hidden); a hold that
             # timed out leaves an eager replay, which is kept (a replay never waits for the host)
+            self._require_poison(outputs, "graph", i)
             _, timing = (self._held_call if self.hold is not None else self._idle_call)(
                 [], [], None, call=replay)
             start, end = timing["events"]
@@ -776,9 +887,10 @@ class Harness:
                 self._accept_returned(returned, args, outputs)
                 self._previous_returned = []
             P.sync()
-            self._done("graph", i)
+            elapsed = float(P.event_elapsed(start, end))
+            self._done("graph", i, {"kind": "graph", "ms": elapsed})
             self._check_integrity(base)
-            out.graph_latency_ms.append(float(P.event_elapsed(start, end)))
+            out.graph_latency_ms.append(elapsed)
         del graph
 
     def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
@@ -795,6 +907,7 @@ class Harness:
             return
         windows = []
         policy = T.HoldPolicy(self.hold is not None, warmup=0, max_timeouts=1)
+        launched_before = self.launches.by_name
         try:
             tracer.drain()
             tracer.begin()
@@ -818,6 +931,9 @@ class Harness:
         except Exception as exc:
             out.cupti_error = f"{type(exc).__name__}: {exc}"[:300]
             return
+        # the Triton kernels the solution launched in the window (provenance by launch, not by name)
+        out.launched = {name: int(v[0] - launched_before.get(name, [0])[0])
+                        for name, v in self.launches.by_name.items() if v[0] > launched_before.get(name, [0])[0]}
         collected = tracer.drain()
         copies = tracer.drain_copies()
         out.cupti_copies_traced = tracer.traces_copies
@@ -841,6 +957,7 @@ class Harness:
                 agg = out.kernels.setdefault(r.name, [0, 0.0])
                 agg[0] += 1
                 agg[1] += r.duration_us
+                out.kernel_durations.setdefault(r.name, []).append(float(r.duration_us))
 
     def _profile_kernels(self, builtin, workload, msg, out: T.TimingSamples) -> None:
         """What one call ran.  CUDA (when CUPTI's Python bindings are missing): kernel names from
@@ -880,12 +997,17 @@ class Harness:
             agg[1] += total
 
 
-def main(conn, device: str, log_path: Optional[str] = None) -> None:
-    """Worker entry point (run in a spawned process)."""
+def main(conn, device: str, log_path: Optional[str] = None, boundary: Optional[Dict[str, Any]] = None) -> None:
+    """Worker entry point (run in a spawned process).  ``log_path``: where stdout and stderr go
+    (None: the boundary's set-up step redirected them already); ``boundary``: what the parent set
+    up (``sandbox.self_test``'s expectations), tested here before any solution code runs."""
     try:
         os.setsid()   # its own session and process group: descendants are counted and killed with it
     except OSError:
         pass
+    from kernelwright.gate import sandbox
+
+    boundary_report = sandbox.self_test(boundary or {"level": "none"})
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(fd, 1)
@@ -912,5 +1034,9 @@ def main(conn, device: str, log_path: Optional[str] = None) -> None:
             pass
     # sending a shared-memory tensor starts multiprocessing's resource-sharer thread now, so
     # that it is not mistaken for a thread the solution started
-    conn.send({"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_()})
+    ready = {"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_(),
+             "boundary": boundary_report}
+    if harness.device.type == "cuda":   # the CUDA IPC path through this boundary, tried before any solution code
+        ready["cuda_probe"] = torch.full((4,), 7.0, device=harness.device)
+    conn.send(ready)
     harness.serve()

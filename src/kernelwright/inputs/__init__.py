@@ -13,13 +13,14 @@ from kernelwright.inputs.paging import (
     synth_seq_lens,
     synth_sparse_indices,
 )
-from kernelwright.inputs.random import make_generator, random_tensor, seed_for
+from kernelwright.inputs.random import make_generator, random_offsets, random_tensor, seed_for
 from kernelwright.inputs.routing import synth_routing_bias, synth_routing_logits
 
 __all__ = [
     "make_generator",
     "pack_index_k_cache",
     "random_index_k_cache",
+    "random_offsets",
     "random_tensor",
     "seed_for",
     "synth_block_table",

@@ -48,3 +48,23 @@ def random_tensor(
         low, high = _INT_RANGES[dtype]
         return torch.randint(low, high, shape, dtype=dtype, device=device, generator=gen)
     raise ValueError(f"no random convention for dtype {dtype}")
+
+
+def random_offsets(length: int, total: int, dtype: torch.dtype, gen: torch.Generator,
+                   device: torch.device | str) -> torch.Tensor:
+    """Offsets of ``length - 1`` consecutive segments that tile ``[0, total)``: a non-decreasing
+    ``[length]`` tensor from 0 to ``total`` (an ``indptr`` / ``cu_seqlens``), the cut points drawn
+    uniformly (segments may be empty).
+
+    Raises:
+        ValueError: ``length`` < 1, ``total`` < 0, or ``length`` 1 with ``total`` != 0.
+    """
+    length, total = int(length), int(total)
+    if length < 1 or total < 0 or (length == 1 and total != 0):
+        raise ValueError(f"no offsets of length {length} end at {total}")
+    inner = torch.randint(0, total + 1, (length - 2,), generator=gen, device=device) if length > 2 else \
+        torch.empty(0, dtype=torch.int64, device=device)
+    inner = torch.sort(inner).values
+    ends = [torch.zeros(1, dtype=torch.int64, device=device)] + ([inner] if length > 2 else []) + \
+        ([torch.full((1,), total, dtype=torch.int64, device=device)] if length > 1 else [])
+    return torch.cat(ends).to(dtype)

@@ -35,6 +35,18 @@ class Case:
     min_latency_ms: Optional[float] = None   # the measured latency must stay honest
     serial: bool = False               # touches shared files: run alone
     why: str = ""                      # why this expectation
+    # the expectation when the worker ran behind an OS boundary (gate/sandbox.py; the trace's
+    # gate.notes.isolation.level is not "none"), where it differs: the write is refused or lands
+    # in the worker's private scratch, so nothing the gate watches changes
+    bounded: Optional[FrozenSet[str] | str] = None
+    isolation: Optional[str] = None    # run the case's workers at this level (None: the default)
+    companion: str = ""                # a case evaluated first on the same workload contexts (a rival)
+
+    def expected_for(self, isolation_level: Optional[str]):
+        """The expectation for a run whose worker had ``isolation_level``."""
+        if self.bounded is not None and isolation_level not in (None, "none"):
+            return self.bounded
+        return self.expected
 
     @property
     def folder(self) -> Path:
@@ -149,13 +161,18 @@ CASES: List[Case] = [
          why="shared-memory handles are accepted only from the worker's own resource sharer"),
     Case("pickle_parent", "runs code in the parent through a pickled reply", "demo", _r("GATE_TAMPERED"), "H12",
          why="the parent unpickles worker messages with an allow-list (gate/wire.py): exec is refused"),
-    Case("forge_results_file", "forges the results folder", "demo", _r("FILE_TAMPERED"), "H12 H20", serial=True),
+    Case("forge_results_file", "forges the results folder", "demo", _r("FILE_TAMPERED"), "H12 H20", serial=True,
+         bounded=PASS, why="behind the boundary the results folder is read-only and hidden: the forged trace lands "
+                           "in the worker's private /tmp (mount) or is refused (uid), the run's files are unchanged"),
     Case("edit_repo", "edits files outside the solution (repo)", "demo", _r("FILE_TAMPERED", "BUILD_FAILED"), "H20",
-         serial=True, why="BUILD_FAILED where the checkout is read-only: the write itself fails at import"),
-    Case("edit_cache", "edits files outside the solution (gate cache)", "demo", _r("FILE_TAMPERED"), "H20", serial=True),
+         serial=True, bounded=_r("BUILD_FAILED"),
+         why="BUILD_FAILED where the checkout is read-only (always behind the boundary): the write fails at import"),
+    Case("edit_cache", "edits files outside the solution (gate cache)", "demo", _r("FILE_TAMPERED"), "H20", serial=True,
+         bounded=PASS, why="behind the boundary the cache is hidden: the planted file lands in the worker's own "
+                           "/tmp (mount) or the write is refused (uid); the gate's cache is unchanged"),
     Case("edit_shipped", "edits a rival's source in the package (the shipped demo solution)", "demo",
-         _r("FILE_TAMPERED", "BUILD_FAILED"), "H20", serial=True,
-         why="the whole package is watched, not only the gate's own sources"),
+         _r("FILE_TAMPERED", "BUILD_FAILED"), "H20", serial=True, bounded=_r("BUILD_FAILED"),
+         why="the whole package is watched, not only the gate's own sources; behind the boundary the write fails"),
     # reading the reference
     Case("frame_walk", "reads reference outputs from another frame (FIB hole)", "demo",
          _r("NON_FINITE", "TOLERANCE"), "H19",
@@ -163,6 +180,34 @@ CASES: List[Case] = [
     Case("gc_scan", "reads reference outputs through the garbage collector", "demo",
          _r("NON_FINITE", "TOLERANCE", "STALE_OUTPUT"), "H19",
          why="the reference outputs never exist in the worker process"),
+    # issue 22 (the second adversarial pass, 2026-12-01): one case per class
+    Case("parent_memory", "opens the gate parent's memory (/proc/<pid>/mem) at import", "demo", PASS, "H12",
+         why="the worker runs as another uid without capabilities and the parent is not dumpable (full boundary: "
+             "the parent is not in the worker's /proc); a breach raises at import: BUILD_FAILED"),
+    Case("parent_environ_salt", "reads the parent's environment and the hidden salt file", "demo", PASS, "H17",
+         why="non-dumpable parent, the salt out of its environment, the cache hidden; a breach raises: BUILD_FAILED"),
+    Case("finalizer_window", "a __del__ in the harness's argument list computes the outputs before the timer",
+         "demo", _r("STALE_OUTPUT", "OUTPUT_PREWRITTEN"), "H8",
+         why="the poison is checked just before the timed call, and references live until the parent's copy"),
+    Case("weakref_window", "a weakref callback on the previous output computes the next one after the timer",
+         "demo", _r("STALE_OUTPUT", "OUTPUT_PREWRITTEN"), "H8",
+         why="the harness keeps the previous returned tensors alive until the parent copied the outputs"),
+    Case("edit_samples", "divides the worker's timing samples by 100 through frames", "demo", _r("GATE_TAMPERED"),
+         "H12", min_latency_ms=19.0,
+         why="each sample reaches the parent as soon as it is read; the parent's samples decide and the edit shows"),
+    Case("forge_last_specs", "zeroes its input while timed and clears the worker's record of the buffer specs",
+         "demo", _r("INPUT_MUTATED"), "H7", why="the parent derives each buffer set's spec from what it served"),
+    Case("replay_recorder", "honest, records input/output pairs for a rival (replay_rival's companion)", "demo",
+         PASS, isolation="none", serial=True, why="an honest kernel; the file it writes is the rival's channel"),
+    Case("replay_rival", "replays a rival's recorded outputs (inputs shared between candidates)", "demo",
+         _r("STALE_OUTPUT", "NON_FINITE"), "H13", isolation="none", serial=True, companion="replay_recorder",
+         why="timed inputs are drawn per candidate; run without the boundary, which would close the channel"),
+    Case("vendor_named_jit", "never-launched jit functions named like the aten kernels that do the work", "demo",
+         _r("NO_KERNELS", "VENDOR_KERNELS"), "H4",
+         why="a kernel is the solution's only if the gate saw it launched; the launch counter runs for every language"),
+    Case("plant_pth", "plants a .pth file in site-packages (runs in every later Python)", "demo",
+         _r("FILE_TAMPERED"), "H20", serial=True, bounded=PASS,
+         why="behind the boundary the write is refused; without it the site-packages start-up files are watched"),
     # definition-specific
     Case("indexer_duplicates", "indexer returns duplicate ids", "indexer", _r("DUPLICATE_INDEX")),
     # CUDA only

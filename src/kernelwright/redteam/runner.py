@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
-from kernelwright.redteam.catalogue import CASES, PASS, Case
+from kernelwright.redteam.catalogue import CASES, PASS, Case, get_case
 from kernelwright.trace import Trace
 
 # a held-out workload larger than this is too slow for the Triton interpreter on CPU
@@ -39,12 +39,14 @@ class CaseResult:
     latency_ms: Optional[float] = None
     seconds: float = 0.0
     warnings: List[str] = field(default_factory=list)
+    isolation: Optional[str] = None    # the OS boundary the case's worker had (gate.notes.isolation.level)
 
     def as_dict(self) -> Dict:
         return {"case": self.case.id, "hack": self.case.hack, "hid": self.case.hid, "definition": self.case.definition,
                 "needs_cuda": self.case.needs_cuda, "expected": self.case.expected_label, "verdict": self.verdict,
                 "reasons": self.reasons, "ok": self.ok, "detail": self.detail, "latency_ms": self.latency_ms,
-                "seconds": round(self.seconds, 2), "warnings": self.warnings}
+                "seconds": round(self.seconds, 2), "warnings": self.warnings,
+                "isolation": self.isolation}
 
 
 def gate_config(device: str):
@@ -83,14 +85,28 @@ def _latency(trace: Optional[Trace]) -> Optional[float]:
     return float(value) if value is not None else None
 
 
-def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float]):
-    if case.expected == PASS:
+def isolation_of(traces: List[Trace]) -> Optional[str]:
+    """The weakest OS boundary any of ``traces`` was evaluated behind (None: not recorded)."""
+    from kernelwright.gate.sandbox import LEVELS
+
+    levels = []
+    for t in traces:
+        gate = t.evaluation.gate if t.evaluation else None
+        note = (gate.notes or {}).get("isolation") if gate else None
+        if isinstance(note, dict) and note.get("level") in LEVELS:
+            levels.append(note["level"])
+    return max(levels, key=LEVELS.index) if levels else None
+
+
+def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float], isolation: Optional[str] = None):
+    expected = case.expected_for(isolation)
+    if expected == PASS:
         ok = verdict == PASS
-        why = "" if ok else f"an honest solution was {verdict} ({', '.join(reasons)})"
+        why = "" if ok else f"expected PASS, got {verdict} ({', '.join(reasons)})"
     else:
         want = "SUSPICIOUS" if case.suspicious else "REJECT"
-        ok = verdict == want and bool(set(reasons) & set(case.expected))
-        why = "" if ok else f"expected {want} with one of {sorted(case.expected)}, got {verdict} {reasons}"
+        ok = verdict == want and bool(set(reasons) & set(expected))
+        why = "" if ok else f"expected {want} with one of {sorted(expected)}, got {verdict} {reasons}"
     if ok and case.min_latency_ms is not None and (latency is None or latency < case.min_latency_ms):
         ok = False
         why = f"measured latency {latency} ms < {case.min_latency_ms} ms: the timer was fooled"
@@ -145,12 +161,21 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     workloads = [quick.public_workloads()[i] for i in case.workloads]
     out_dir = Path(out_root) / (case.id if attempt == 0 else f"{case.id}.retry{attempt}")
     warnings = [f"{f.code}: {f.message}" for f in static_scan({s.path: s.content for s in solution.sources})]
-    session = WorkerSession(solution, cfg.device, log_dir=out_dir / "logs")
+    session = WorkerSession(solution, cfg.device, log_dir=out_dir / "logs", isolation=case.isolation)
     run = SolutionRun(session, label=case.id, warnings=list(warnings))
+    rival = None
+    if case.companion:    # a rival evaluated first on the same workload contexts, as in one bench
+        companion = get_case(case.companion)
+        rival = SolutionRun(WorkerSession(companion.solution(), cfg.device, log_dir=out_dir / "companion-logs",
+                                          isolation=companion.isolation or case.isolation), label=companion.id)
     traces: List[Trace] = []
     try:
         for w in workloads:
             ctx = WorkloadContext(quick, w, cfg)
+            if rival is not None:
+                first = evaluate(rival, ctx)
+                if not first.passed:
+                    raise RuntimeError(f"the companion {case.companion} did not pass: {first.evaluation.gate.reasons}")
             traces.append(evaluate(run, ctx))
             ctx.release()
             if not traces[-1].passed:
@@ -163,20 +188,26 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
                 ctx.release()
     except Exception as exc:  # the runner itself failed: report, never hide
         session.close()
+        if rival is not None:
+            rival.session.close()
         return CaseResult(case, "ERROR", detail=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started,
                           warnings=warnings)
     finally:
         session.close()
+        if rival is not None:
+            rival.session.close()
     verdict, reasons, deciding = _verdict(traces)
     latency = _latency(deciding)
-    ok, why = _judge(case, verdict, reasons, latency)
+    isolation = isolation_of(traces)
+    ok, why = _judge(case, verdict, reasons, latency, isolation)
     detail = why
     if deciding is not None and verdict != PASS:
         headline = _log_headline(deciding.evaluation.log or "")
         detail = f"{why}: {headline}" if why else headline
     if case.held_out and verdict == PASS and len(traces) <= len(workloads):
         ok, detail = False, "no held-out workload was evaluated"
-    result = CaseResult(case, verdict, reasons, ok, detail, latency, time.perf_counter() - started, warnings)
+    result = CaseResult(case, verdict, reasons, ok, detail, latency, time.perf_counter() - started, warnings,
+                        isolation)
     log(f"{case.id}: {verdict} {reasons} ({'ok' if ok else 'UNEXPECTED'})")
     return result
 
@@ -193,8 +224,6 @@ def _log_headline(log: str) -> str:
 
 
 def select_cases(ids: Optional[Iterable[str]] = None) -> List[Case]:
-    from kernelwright.redteam.catalogue import get_case
-
     return [get_case(i) for i in ids] if ids else list(CASES)
 
 
@@ -256,4 +285,18 @@ def run_catalogue(device: str = "cpu", ids: Optional[Iterable[str]] = None, jobs
                 results[res.case.id] = res
         for c in serial:
             results[c.id] = run_case(c, device, root, log=log)
+            _remove_planted_files()
     return [results[c.id] for c in cases]
+
+
+def _remove_planted_files() -> None:
+    """What the file-planting cases leave behind where no boundary stopped them (plant_pth)."""
+    import glob
+
+    from kernelwright.gate.guards import site_dirs
+
+    planted = [os.path.join(d, "kw_redteam_planted.pth") for d in site_dirs()]
+    planted += glob.glob(os.path.join(tempfile.gettempdir(), "kw-redteam-replay-*.pt"))   # replay_recorder's
+    for path in planted:
+        if os.path.exists(path):
+            os.unlink(path)

@@ -26,8 +26,21 @@ def _workload_label(axes: Dict[str, int]) -> str:
     return ",".join(f"{k[:1]}{v}" for k, v in axes.items() if not k.startswith("num_pages"))
 
 
+def _failed(row: Dict[str, Any], names) -> bool:
+    """Whether any solution failed this workload (a status other than PASSED)."""
+    return any(not row["status"][n].startswith("PASSED") for n in names if n in row.get("status", {}))
+
+
+def _mark_failed(ax, xs) -> None:
+    """Failed workloads get no latency point: a red cross on the x axis says where they are."""
+    if xs:
+        ax.plot(xs, [0.0] * len(xs), "x", color="#c00", ms=6, clip_on=False,
+                transform=ax.get_xaxis_transform(), label="failed (no latency point)")
+
+
 def _latency_by_workload(ax, rows, names, label_of) -> None:
-    """Latency per workload in axis order (definitions without a size axis)."""
+    """Latency per workload in axis order (definitions without a size axis); failed workloads
+    have no point, a red cross on the axis and a red tick label."""
     for name in names:
         xs = [i for i, r in enumerate(rows) if name in r["latency_us"]]
         if xs:
@@ -37,7 +50,11 @@ def _latency_by_workload(ax, rows, names, label_of) -> None:
         ax.plot([i for i, _ in floors], [f for _, f in floors], "k--", lw=1, label="roofline floor")
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([_workload_label(r["axes"]) for r in rows], rotation=90, fontsize=6)
-    ax.set_xlabel("workload")
+    failed = [i for i, r in enumerate(rows) if _failed(r, names)]
+    for i in failed:
+        ax.get_xticklabels()[i].set_color("#c00")
+    _mark_failed(ax, failed)
+    ax.set_xlabel("workload (axis values; red: failed)")
 
 
 def _latency_by_size(ax, rows, names, label_of, x_label: str) -> None:
@@ -65,6 +82,7 @@ def _latency_by_size(ax, rows, names, label_of, x_label: str) -> None:
             ax.plot([x for x, _ in floor], [f for _, f in floor], color="k", ls=styles[k], lw=0.8, alpha=0.6,
                     marker="." if len({x for x, _ in floor}) < len(floor) else None,
                     label="roofline floor" + (f" ({k})" if k else ""))
+    _mark_failed(ax, [r["x"] for r in rows if _failed(r, names)])
     ax.set_xscale("log", base=2)
     ax.set_xlabel(x_label)
 
@@ -85,7 +103,7 @@ def _plots(def_name: str, d: Dict[str, Any]) -> list:
         _latency_by_size(ax, rows, names, label_of, d.get("size_axis") or "size")
     else:
         _latency_by_workload(ax, rows, names, label_of)
-    if not ax.lines:
+    if not any(line.get_label() != "failed (no latency point)" for line in ax.lines):
         ax.text(0.5, 0.5, "no passing workload", ha="center", va="center", transform=ax.transAxes)
     ax.set_yscale("log")
     ax.set_ylabel("latency (µs, log; device time on CUDA)")
@@ -134,10 +152,13 @@ def _workload_table(d: Dict[str, Any]) -> str:
                 cells.append(f"{r['latency_us'][name]:.1f}{flag} <small>({html.escape(clock)}; eager / graph {extra})</small>")
             else:
                 why = ",".join(r.get("reasons", {}).get(name, []))
-                cells.append(f"<span style='color:#b00'>{html.escape(status)} {html.escape(why)}</span>")
+                detail = r.get("detail", {}).get(name) or ""
+                cells.append(f"<span style='color:#b00'>{html.escape(status)} {html.escape(why)}</span>"
+                             + (f"<br><small>{html.escape(detail)}</small>" if detail else ""))
         cells.append("—" if not r.get("floor_us") else f"{r['floor_us']:.1f}")
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    out.append("</table><p><small>* passed but SUSPICIOUS (kept out of every best-of selection)</small></p>")
+    out.append("</table><p><small>* passed but SUSPICIOUS (kept out of every best-of selection); a failed "
+               "workload shows its status, the gate's codes and the reason in one line</small></p>")
     return "\n".join(out)
 
 
@@ -193,9 +214,10 @@ def write_report(results: Path, out: Optional[Path] = None) -> Path:
         summary_path.write_text(json.dumps(summary, indent=1, default=str) + "\n")
     else:
         raise FileNotFoundError(f"{results}: no summary.json or traces (run kernelwright bench or eval first)")
-    from kernelwright.report.summary import with_regime_stats
+    from kernelwright.report.summary import with_failure_details, with_regime_stats
 
     regime_source = with_regime_stats(summary, results)
+    summary = with_failure_details(summary, results)
     meta = summary.get("meta", {})
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>kernelwright report</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"

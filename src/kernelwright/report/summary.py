@@ -18,17 +18,39 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional
 
 from kernelwright.definitions.base import BuiltinDefinition, is_sweep
-from kernelwright.trace import Trace
+from kernelwright.trace import Trace, record
 
 
 def _mean(xs: List[float]) -> Optional[float]:
     return float(statistics.mean(xs)) if xs else None
 
 
-def _last_line(log: str, width: int = 160) -> str:
-    """The most telling line of an evaluation log: the last non-empty one (an exception's message)."""
-    lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("USDT:")]
-    return lines[-1][:width] if lines else ""
+def _last_line(log: str) -> str:
+    """The most telling line of an evaluation log: the last non-empty one (an exception's message),
+    whole (tables print it beneath themselves, wrapped, never cut)."""
+    lines = [ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith(("USDT:", "[kernelwright]"))]
+    return lines[-1] if lines else ""
+
+
+def failure_detail(trace: Trace) -> str:
+    """The one line that says why a trace failed: the gate's ``detail`` (file and line of an
+    error, a worker's exit code, a guard's finding), else the log's last line."""
+    gate = trace.evaluation.gate
+    return (gate.detail if gate is not None and gate.detail else None) or _last_line(trace.evaluation.log)
+
+
+def judged_by_summary(traces: List[Trace]) -> Optional[Dict[str, Any]]:
+    """How a solution's traces were judged (``trace.record``): the tolerance (the loosest one
+    when they differ), the definition's default, whether it was looser, whether the guards ran on
+    every trace, the definition's origin and locator.  None for traces without a record."""
+    records = [r for r in (record.read(t) for t in traces) if r]
+    if not records:
+        return None
+    loose = [r for r in records if r.get("looser")]
+    shown = loose[0] if loose else records[0]
+    return {"tolerance": shown.get("tolerance"), "default_tolerance": shown.get("default_tolerance"),
+            "looser": bool(loose), "guards": all(r.get("guards", True) for r in records),
+            "checker": shown.get("checker"), "definition": shown.get("definition")}
 
 
 def _regime_stats(traces: List[Trace]) -> Dict[str, Any]:
@@ -89,6 +111,18 @@ def _verdict_stats(traces: List[Trace]) -> Dict[str, Any]:
     return {"rules": rules, "worst_strict": worst, "strict_thresholds": thresholds, "strict_margin": margins}
 
 
+def _isolation_levels(traces) -> Dict[str, int]:
+    """{OS boundary level: number of traces} (``gate.notes.isolation.level``, gate/sandbox.py;
+    ``unrecorded`` for traces written before the boundary existed)."""
+    levels: Dict[str, int] = {}
+    for t in traces:
+        gate = t.evaluation.gate if t.evaluation else None
+        note = (gate.notes or {}).get("isolation") if gate else None
+        level = note.get("level", "unrecorded") if isinstance(note, dict) else "unrecorded"
+        levels[level] = levels.get(level, 0) + 1
+    return levels
+
+
 def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinDefinition],
               roles: Mapping[str, Dict[str, str]], lower_bounds: Optional[Mapping[str, Mapping[str, Mapping[str, float]]]] = None,
               meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -113,7 +147,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
             trusted = [t for t in passed if t.trusted_pass]
             failed = [{"workload": u, "status": t.evaluation.status.value,
                        "reasons": t.evaluation.gate.reasons if t.evaluation.gate else [],
-                       "detail": _last_line(t.evaluation.log)}
+                       "detail": failure_detail(t)}
                       for u, t in per.items() if not t.trusted_pass]
             stats = {}
             for r in order:
@@ -144,6 +178,7 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 c = t.evaluation.performance.clock or "eager"
                 clocks[c] = clocks.get(c, 0) + 1
             solutions[sol] = {
+                "judged_by": judged_by_summary(list(per.values())),
                 "label": roles.get(sol, {}).get("label", sol),
                 "role": roles.get(sol, {}).get("role", "solution"),
                 "workloads": len(per),
@@ -162,12 +197,13 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 "mean_roofline_fraction": _mean(fractions),
                 "min_roofline_fraction": min(fractions) if fractions else None,
                 "verdict": _verdict_stats(passed),
+                "isolation": _isolation_levels(per.values()),
                 "failures": failed[:50],
             }
         rows = []
         for u, w in workloads.items():
             row = {"uuid": u, "axes": dict(w.axes), "regime": regime_of[u], "latency_us": {}, "eager_us": {},
-                   "graph_us": {}, "clock": {}, "roofline_fraction": {}, "status": {}, "reasons": {}}
+                   "graph_us": {}, "clock": {}, "roofline_fraction": {}, "status": {}, "reasons": {}, "detail": {}}
             if builtin is not None and builtin.size_axis is not None:
                 row["x"] = float(builtin.size_axis[1](w.axes))
             if builtin is not None and builtin.sweep_series is not None and is_sweep(u):
@@ -179,6 +215,8 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
                 row["status"][sol] = t.evaluation.status.value + ("*" if t.passed and not t.trusted_pass else "")
                 if t.evaluation.gate and t.evaluation.gate.reasons:
                     row["reasons"][sol] = list(t.evaluation.gate.reasons)
+                if not t.passed:
+                    row["detail"][sol] = failure_detail(t)
                 if t.passed:
                     perf = t.evaluation.performance
                     row["latency_us"][sol] = perf.latency_ms * 1e3
@@ -245,3 +283,20 @@ def with_regime_stats(summary: Dict[str, Any], results) -> Dict[str, Any]:
         return summarize_folder(results)
     except FileNotFoundError:
         return summary
+
+
+def with_failure_details(summary: Dict[str, Any], results) -> Dict[str, Any]:
+    """``summary`` with each failed workload's one-line reason (``detail`` in its rows): a summary
+    written before the field existed gets it from the folder's traces (nothing is written)."""
+    rows = [r for d in summary["definitions"].values() for r in d["workloads"]]
+    if all("detail" in r for r in rows):
+        return summary
+    try:
+        fresh = summarize_folder(results)
+    except FileNotFoundError:
+        return summary
+    for name, d in summary["definitions"].items():
+        by_uuid = {r["uuid"]: r for r in fresh["definitions"].get(name, {}).get("workloads", [])}
+        for r in d["workloads"]:
+            r["detail"] = by_uuid.get(r["uuid"], {}).get("detail", {})
+    return summary

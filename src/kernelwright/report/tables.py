@@ -52,7 +52,7 @@ def _solution_table(def_name: str, d: Dict[str, Any]) -> Table:
     table.add_column("roofline mean/min", justify="right")
     for name, s in sols.items():
         passed = f"{s['passed']}/{s['workloads']}" + (f" ({s['suspicious']} susp.)" if s["suspicious"] else "")
-        cells = [s["label"], passed, _clock_note(s.get("clocks") or {}), _fmt(s["mean_latency_us"]),
+        cells = [s["label"] + judged_marks(s), passed, _clock_note(s.get("clocks") or {}), _fmt(s["mean_latency_us"]),
                  _fmt(s.get("mean_eager_latency_us")), _fmt(s.get("mean_graph_latency_us"))]
         ref = s["mean_speedup_vs_reference"]
         cells.append(_fmt(ref, ".2g" if ref is not None and ref < 1 else ".1f", "×"))   # CPU: 0.03×, not 0.0×
@@ -63,6 +63,29 @@ def _solution_table(def_name: str, d: Dict[str, Any]) -> Table:
         cells.append("—" if frac is None else f"{frac:.2f} / {s['min_roofline_fraction']:.2f}")
         table.add_row(*cells, style=None if s["all_passed"] else "red")
     return table
+
+
+def judged_marks(s: Dict[str, Any]) -> str:
+    """What a solution's row says about its verdict's terms: `` (looser tol.)`` when a tolerance
+    looser than the definition's judged it (``--atol/--rtol/--required-matched-ratio``), ``
+    (guards off)`` after ``--fast-unsafe``."""
+    j = s.get("judged_by") or {}
+    return (" (looser tol.)" if j.get("looser") else "") + ("" if j.get("guards", True) else " (guards off)")
+
+
+def judged_notes(d: Dict[str, Any]) -> list:
+    """One line per marked row, saying the terms (printed beneath the table)."""
+    lines = []
+    for s in d["solutions"].values():
+        j = s.get("judged_by") or {}
+        if j.get("looser"):
+            t, base = j["tolerance"], j["default_tolerance"]
+            lines.append(f"{s['label']}: judged with atol {t['atol']:g}, rtol {t['rtol']:g}, matched ratio "
+                         f"{t['required_matched_ratio']:g}, looser than the definition's atol {base['atol']:g}, "
+                         f"rtol {base['rtol']:g}, matched ratio {base['required_matched_ratio']:g}")
+        if not j.get("guards", True):
+            lines.append(f"{s['label']}: the anti-hack guards were off (--fast-unsafe): not a verdict")
+    return lines
 
 
 def _regime_table(def_name: str, d: Dict[str, Any]) -> Optional[Table]:
@@ -94,15 +117,31 @@ def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -
     console = console or Console()
     for def_name, d in summary["definitions"].items():
         console.print(_solution_table(def_name, d))
+        for line in judged_notes(d):
+            console.print(f"  [yellow]{escape(line)}[/yellow]", soft_wrap=True)
         regime_table = _regime_table(def_name, d)
         if regime_table is not None:
             console.print(regime_table)
         for name, s in d["solutions"].items():
             for f in s["failures"][:5]:
-                # the whole reason, on its own lines: a table cell would cut it mid-word
-                detail = f"\n      {escape(f['detail'])}" if f.get("detail") else ""
-                console.print(f"  [red]{escape(s['label'])}[/red] {_short_id(f['workload'])}: {f['status']} "
-                              f"{','.join(f['reasons'])}{detail}", soft_wrap=True)
+                render_failure(console, s["label"], f)
+            if len(s["failures"]) > 5:
+                console.print(f"  ... and {len(s['failures']) - 5} more failed workload(s) of {escape(s['label'])} "
+                              "(summary.json, report.html)")
+
+
+def render_failure(console: Console, label: str, failure: Dict[str, Any]) -> None:
+    """One failed workload: the label, workload, status and codes, then the whole reason beneath,
+    wrapped at word boundaries and indented (never cut: a table cell would cut it)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    head = Text("  ")
+    head.append(label, style="red")
+    head.append(f" {_short_id(failure['workload'])}: {failure['status']} {','.join(failure.get('reasons') or [])}")
+    console.print(head)
+    if failure.get("detail"):
+        console.print(Padding(Text(failure["detail"]), (0, 0, 0, 6)))
 
 
 def _short_id(workload: str) -> str:

@@ -89,13 +89,16 @@ class KernelRecord(BaseModel):
 class GateReport(BaseModel):
     """What the gate found beyond the FlashInfer-Bench status: reason codes and evidence.
 
-    ``reasons`` are the guard codes that decided a rejection (empty when passed);
+    ``reasons`` are the guard codes that decided a rejection (empty when passed); ``detail`` is
+    the one line that says why (file and line of a solution's error, a worker's exit code, the
+    guard's finding), what tables print for a failed workload;
     ``suspicious`` marks a result the gate does not believe (e.g. faster than the roofline
     floor), which keeps it out of every "best" selection; ``warnings`` are advisory findings
     (static scan) that do not change the verdict.
     """
 
     reasons: List[str] = Field(default_factory=list)
+    detail: Optional[str] = None
     suspicious: bool = False
     warnings: List[str] = Field(default_factory=list)
     split: str = "public"

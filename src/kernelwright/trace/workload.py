@@ -6,9 +6,9 @@ workload-only Trace, one per JSONL line.
 
 from __future__ import annotations
 
-from typing import Annotated, Dict, Literal, Union
+from typing import Annotated, Dict, Literal, Optional, Union
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 
 class RandomInput(BaseModel):
@@ -25,11 +25,24 @@ class ScalarInput(BaseModel):
 
 
 class SafetensorsInput(BaseModel):
-    """A tensor loaded from a safetensors file; ``path`` is relative to the TraceSet root."""
+    """A tensor loaded from a safetensors file; ``path`` is relative to the TraceSet root.
+
+    ``sha256`` is kernelwright's addition (flashinfer-bench ignores it on load): the file's
+    SHA-256 as the run found it before any solution ran (``definitions.fixed.pin_workloads``); the
+    gate refuses a file whose content no longer matches.  None in upstream files."""
 
     type: Literal["safetensors"] = "safetensors"
     path: str = Field(min_length=1)
     tensor_key: str = Field(min_length=1)
+    sha256: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _upstream_shape(self, handler):
+        """Without a pin the JSON is exactly upstream's (no ``"sha256": null``)."""
+        data = handler(self)
+        if data.get("sha256") is None:
+            data.pop("sha256", None)
+        return data
 
 
 InputSpec = Annotated[Union[RandomInput, SafetensorsInput, ScalarInput], Field(discriminator="type")]

@@ -170,11 +170,10 @@ def status(state: State) -> Dict[str, Any]:
                                           "('pending_final','evaluating') ORDER BY id")]
     leases = [dict(r) for r in state.rows("SELECT * FROM leases_live ORDER BY since")]
     events = [dict(r) for r in state.rows("SELECT at, kind, message FROM events ORDER BY id DESC LIMIT 12")][::-1]
-    improvement = None
-    if b and start and b.get("mean_latency_ms") and start.get("mean_latency_ms"):
-        improvement = start["mean_latency_ms"] / b["mean_latency_ms"]
+    improvement = runs.improvement_over_start(state)
     return {"run": run, "config": cfg, "live": runs.orchestrator_alive(state), "best": b, "start": start,
-            "improvement_over_start": improvement, "totals": totals,
+            "improvement_over_start": improvement["value"] if improvement else None,
+            "improvement": improvement, "totals": totals,
             "cycle": dict(cur) if cur is not None else None, "attempts": attempts, "finals": finals,
             "leases": leases, "directions": runs.directions_view(state), "events": events,
             "promotions": [dict(r) for r in state.rows("SELECT * FROM promotions ORDER BY id")]}
@@ -192,6 +191,8 @@ def render_status(info: Dict[str, Any], console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from kernelwright.diagnostics import clip
+
     run, t, budget = info["run"], info["totals"], info["config"].get("budget", {})
     live = "[green]orchestrator running[/green]" if info["live"] else "[yellow]no orchestrator attached[/yellow]"
     console.print(f"[bold]{run['id']}[/bold]  {run['definition']}  status [bold]{run['status']}[/bold]  "
@@ -200,10 +201,12 @@ def render_status(info: Dict[str, Any], console) -> None:
         console.print(f"  last stop: {escape(run['stop_reason'])}")
     b, start = info["best"], info["start"]
     if b:
-        imp = info["improvement_over_start"]
+        imp = info.get("improvement")
         console.print(f"  best: c{b['id']} ({b['origin']}), speedup vs reference {b.get('speedup') or 0:.3f}x, "
                       f"mean {(b.get('mean_latency_ms') or 0) * 1e3:.1f} us"
-                      + (f", x{imp:.2f} over the starting solution" if imp else ""))
+                      + (f", x{imp['value']:.2f} over {imp['over']}" if imp else ""))
+        if imp:
+            console.print(f"  (improvement: {imp['how']}; the same figure as kernelwright run report)", style="dim")
     else:
         console.print("  best: none yet" + (f" (start: {start['status']})" if start else ""))
 
@@ -220,7 +223,7 @@ def render_status(info: Dict[str, Any], console) -> None:
         c = info["cycle"]
         console.print(f"  cycle {c['idx']}: {c['status']}")
         for a in info["attempts"]:
-            console.print(f"    a{a['id']} {a['agent']} {escape('[' + a['direction'] + ']')}: {escape(a['result'][:150])}")
+            console.print(f"    a{a['id']} {a['agent']} {escape('[' + a['direction'] + ']')}: {escape(clip(a['result'], 150))}")
     for f in info["finals"]:
         console.print(f"  gate queue: c{f['id']} {f['status']}")
     waiting = [l for l in info["leases"] if l["device"] is None]
@@ -239,7 +242,7 @@ def render_status(info: Dict[str, Any], console) -> None:
         console.print(table)
     console.print("  recent events:")
     for e in info["events"]:
-        console.print(f"    {time.strftime('%H:%M:%S', time.localtime(e['at']))} {e['kind']:9s} {escape(e['message'][:140])}")
+        console.print(f"    {time.strftime('%H:%M:%S', time.localtime(e['at']))} {e['kind']:9s} {escape(clip(e['message'], 140))}")
     if run["status"] == "waiting_operator":
         console.print(f"[bold yellow]waiting for the operator[/bold yellow]: kernelwright run redirect {run['id']} "
                       f"\"...\"  or  kernelwright run resume {run['id']}")

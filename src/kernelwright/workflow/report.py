@@ -67,17 +67,6 @@ def _step(points, key_x, key_y, end_x):
     return xs, ys
 
 
-def chained_improvement(points: List[Dict[str, Any]]) -> Dict[int, float]:
-    """candidate id -> improvement over the first best, chaining each promotion's side-by-side
-    ratio to the best it replaced (monotone by construction; invalidated promotions skipped)."""
-    value: Dict[int, float] = {}
-    for p in points:
-        if p["invalidated_at"] is not None:
-            continue
-        value[p["candidate_id"]] = value.get(p["previous_best"], 1.0) * (p["improvement"] or 1.0)
-    return value
-
-
 def plot_curves(state: State) -> List[str]:
     """Best speedup over orchestrator time (minutes) and over tokens.
 
@@ -90,7 +79,7 @@ def plot_curves(state: State) -> List[str]:
     points = _curve_points(state)
     if not points:
         return []
-    chain = chained_improvement(points)
+    chain = runs.chained_improvement(points)
     for p in points:
         p["minutes"] = p["active_s"] / 60.0
         p["chain"] = chain.get(p["candidate_id"])
@@ -262,8 +251,7 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     b = runs.best(state)
     start = runs.start_candidate(state)
     totals = state.totals()
-    imp = (start["mean_latency_ms"] / b["mean_latency_ms"]) if (b and start and start.get("mean_latency_ms")
-                                                                and b.get("mean_latency_ms")) else None
+    imp = runs.improvement_over_start(state)
     parts = ["<!doctype html><html><head><meta charset='utf-8'>",
              f"<title>kernelwright run {html.escape(run['id'])}</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}"
@@ -276,7 +264,8 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     summary = [["best candidate", f"c{b['id']} ({b['origin']})" if b else "none"],
                ["best speedup vs reference (mean over public workloads)", _f((b or {}).get("speedup"))],
                ["best mean latency (µs)", _f(((b or {}).get("mean_latency_ms") or 0) * 1e3, ".1f") if b else ""],
-               ["improvement over the starting solution", f"x{imp:.2f}" if imp else ""],
+               ["improvement" + (f" over {imp['over']}" if imp else ""), f"x{imp['value']:.2f}" if imp else ""],
+               ["how the improvement is computed", runs.IMPROVEMENT_HOW + " (the same figure as kernelwright run status)"],
                ["promotions (baseline included)", state.value("SELECT COUNT(*) FROM promotions WHERE invalidated_at IS NULL")],
                ["cycles / attempts / turns", f"{totals['cycles']} / {totals['attempts']} / {totals['turns']}"],
                ["tokens / cost (USD)", f"{totals['tokens']:,} / {totals['cost_usd']:.2f}"],

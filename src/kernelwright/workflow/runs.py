@@ -123,6 +123,44 @@ def start_candidate(state: State) -> Optional[Dict[str, Any]]:
     return candidate(state, r["id"]) if r else None
 
 
+IMPROVEMENT_HOW = ("the product of the side-by-side ratios measured at each promotion: the geometric mean over "
+                   "the public workloads of the previous best's latency / the new best's, both timed in the same "
+                   "final evaluation")
+
+
+def chained_improvement(points: List[Dict[str, Any]]) -> Dict[int, float]:
+    """candidate id -> improvement over the first best, chaining each promotion's side-by-side
+    ratio to the best it replaced (``points``: the promotions rows in order; monotone by
+    construction; invalidated promotions skipped)."""
+    value: Dict[int, float] = {}
+    for p in points:
+        if p["invalidated_at"] is not None:
+            continue
+        value[p["candidate_id"]] = value.get(p["previous_best"], 1.0) * (p["improvement"] or 1.0)
+    return value
+
+
+def improvement_over_start(state: State) -> Optional[Dict[str, Any]]:
+    """How much faster the best is than the first best, as ``run status`` and ``run report`` both
+    say it: ``{"value", "over", "how"}`` -- ``value`` from ``chained_improvement`` (``how``:
+    ``IMPROVEMENT_HOW``), ``over`` names the first best (the starting solution when it passed the
+    gate, else the first candidate that did).  Not the ratio of two mean latencies: those come from
+    different evaluations (other inputs, other load) and are dominated by the largest workload.
+    None before a promotion."""
+    b = best(state)
+    points = [dict(r) for r in state.rows("SELECT * FROM promotions ORDER BY id")]
+    valid = [p for p in points if p["invalidated_at"] is None]
+    if b is None or not valid:
+        return None
+    chain = chained_improvement(points)
+    if b["id"] not in chain:
+        return None
+    first = candidate(state, valid[0]["candidate_id"])
+    over = (f"the starting solution c{first['id']}" if first and first.get("origin") == "start"
+            else f"the first passing candidate c{valid[0]['candidate_id']} (the starting solution did not pass)")
+    return {"value": chain[b["id"]], "over": over, "how": IMPROVEMENT_HOW}
+
+
 def base_commit(state: State) -> str:
     b = best(state) or start_candidate(state)
     return b["commit_sha"]

@@ -1,0 +1,57 @@
+"""The OS boundary on the GPU (docs/gate.md section 1, "What must be checked on the GPU"): a CUDA
+worker behind the default level (``mount``) starts, shares its buffers with the parent by CUDA IPC,
+holds the stream for device time, and its trace records the level; asking for ``full`` either works
+or falls back to ``mount`` with the reason.  Run on the H200:
+``python -m pytest -q -m gpu tests/gate/test_boundary_gpu.py`` (expected: 2 passed)."""
+
+import os
+
+import pytest
+
+from kernelwright.gate import sandbox
+
+pytestmark = pytest.mark.gpu
+
+
+def _demo_solution():
+    from kernelwright import definitions
+    from kernelwright.solutions import shipped_solutions
+
+    return shipped_solutions(definitions.get("demo").name)[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the boundary needs root")
+def test_a_cuda_worker_passes_behind_the_mount_boundary(tmp_path, monkeypatch):
+    from kernelwright import definitions
+    from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.session import WorkerSession
+
+    monkeypatch.delenv(sandbox.ENV, raising=False)
+    session = WorkerSession(_demo_solution(), "cuda", log_dir=tmp_path / "logs")
+    try:
+        demo = definitions.get("demo").quick_variant()
+        cfg = GateConfig(device="cuda", warmup=2, iterations=6, trials=2, graph_iterations=3, cupti_iterations=3)
+        trace = evaluate(SolutionRun(session), WorkloadContext(demo, demo.public_workloads()[0], cfg))
+        note = trace.evaluation.gate.notes["isolation"]
+        assert note["requested"] == "mount" and note["level"] == "mount", note
+        assert not note.get("fallbacks") and note.get("self_test") == "passed", note
+        assert trace.passed, (trace.evaluation.gate.reasons, trace.evaluation.log[-2000:])
+        assert trace.evaluation.performance.clock == "device", trace.evaluation.gate.notes.get("clock")
+    finally:
+        session.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the boundary needs root")
+def test_full_on_cuda_starts_or_falls_back_with_the_reason(tmp_path, monkeypatch):
+    from kernelwright.gate.session import WorkerSession
+
+    monkeypatch.setenv(sandbox.ENV, "full")
+    session = WorkerSession(_demo_solution(), "cuda", log_dir=tmp_path / "logs")
+    try:
+        assert session.start().get("ok")
+        note = session.boundary.as_note()
+        assert note["level"] in ("full", "mount"), note
+        if note["level"] == "mount":
+            assert note["fallbacks"] and note["fallbacks"][0].startswith("full:"), note
+    finally:
+        session.close()
