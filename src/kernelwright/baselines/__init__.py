@@ -201,21 +201,29 @@ def _load_entry(folder: Path, manifest_file: str = "manifest.json") -> BaselineE
     prepare = meta.get("prepare")
     if prepare is not None and prepare.count("::") != 1:
         raise ValueError(f"{folder}/{manifest_file}: prepare must look like 'file.py::function'")
-    suffix = manifest_file[len("manifest."):-len(".json")]
     return BaselineEntry(
-        key=folder.name + (f"_{suffix}" if suffix else ""), folder=folder,
+        key=_key(folder, manifest_file), folder=folder,
         solution=load_solution_folder(folder, manifest_file),
         label=meta.get("label", meta["name"]), kind=kind, prepare_entry=prepare,
         requires=tuple(meta.get("requires", ())), optional=tuple(meta.get("optional", ())),
         manifest=meta, manifest_file=manifest_file)
 
 
+def _key(folder: Path, manifest_file: str) -> str:
+    """``manifest.json``: the folder's name; ``manifest.SUFFIX.json``: ``<folder>_SUFFIX``."""
+    suffix = manifest_file[len("manifest."):-len(".json")]
+    return folder.name + (f"_{suffix}" if suffix else "")
+
+
+def _manifests() -> List[Path]:
+    """Every baseline's manifest (each folder's manifest.json and manifest.SUFFIX.json), by key."""
+    found = [m for m in BASELINES_ROOT.glob("*/manifest*.json")
+             if m.name == "manifest.json" or (m.name.startswith("manifest.") and m.name.count(".") == 2)]
+    return sorted(found, key=lambda m: _key(m.parent, m.name))
+
+
 def _all_entries() -> List[BaselineEntry]:
-    """manifest.json of each folder, then its manifest.SUFFIX.json files, sorted by key."""
-    manifests = [m for m in BASELINES_ROOT.glob("*/manifest*.json")
-                 if m.name == "manifest.json" or (m.name.startswith("manifest.") and m.name.count(".") == 2)]
-    entries = [_load_entry(m.parent, m.name) for m in manifests]
-    return sorted(entries, key=lambda e: e.key)
+    return [_load_entry(m.parent, m.name) for m in _manifests()]
 
 
 def _resolve(definition_name: str) -> str:
@@ -242,15 +250,15 @@ def catalogue() -> List[Tuple[str, str, str]]:
     """(key, label, definition) of every baseline, read from the manifests alone (no solution is
     packed and nothing heavy imported: ``kernelwright bench --help`` lists them)."""
     out = []
-    for manifest in sorted(BASELINES_ROOT.glob("*/manifest.json")):
+    for manifest in _manifests():
+        key = _key(manifest.parent, manifest.name)
         meta = json.loads(manifest.read_text())
-        out.append((manifest.parent.name, meta.get("label", meta.get("name", manifest.parent.name)),
-                    meta.get("definition", "")))
+        out.append((key, meta.get("label", meta.get("name", key)), meta.get("definition", "")))
     return out
 
 
 def get_baseline(key: str) -> BaselineEntry:
-    """One baseline by folder name.  Raises KeyError with the known names."""
+    """One baseline by key (its folder's name, or ``<folder>_SUFFIX``).  Raises KeyError with the known names."""
     for e in _all_entries():
         if e.key == key:
             return e
