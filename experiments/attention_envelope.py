@@ -254,7 +254,8 @@ def baseline_variants(definition_name):
             result.append((None, f"{name}: {reason}"))
             continue
         try:
-            mod = entry.load().module
+            loaded = entry.load()
+            mod = loaded.module
         except Exception as exc:
             result.append((None, f"{name}: import failed: {type(exc).__name__}: {exc}"))
             continue
@@ -267,10 +268,10 @@ def baseline_variants(definition_name):
                 mod.plan(state["wrapper"], inp["sparse_indices"], HEADS, D_CKV, D_KPE,
                          inp["sm_scale"], inp["q_nope"].dtype)
         else:
-            def prepare_case(case, s, mod=mod):
-                return mod.prepare(**case.inputs(s))
+            def prepare_case(case, s, prepare=loaded.prepare):
+                return prepare(**case.inputs(s))
             replan = None
-        result.append((Variant(name, lambda inp, out, lse, st, mod=mod: mod.run(**inp, output=out, lse=lse, state=st),
+        result.append((Variant(name, lambda inp, out, lse, st, run=loaded.run: run(**inp, output=out, lse=lse, state=st),
                                prepare_case, replan), None))
     return result
 

@@ -17,7 +17,7 @@ Kernels:
   new     kernelwright.solutions.candidates.dsa_indexer_triton_v3.kernel (issue 18's candidate)
   v2      kernelwright.solutions.dsa_indexer_triton.kernel (the shipped kernel), or
           ``--old-kernel FILE``
-  recipe  kernelwright.baselines.indexer_deepgemm_flashinfer_premeta (DeepGEMM
+  recipe  the baseline indexer_deepgemm_flashinfer_premeta (DeepGEMM
           fp8_paged_mqa_logits + FlashInfer top_k_page_table_transform, metadata in its
           untimed prepare); skipped with the reason if it does not import
 
@@ -225,10 +225,14 @@ def load_v2(args):
 
 def load_recipe():
     try:
-        from kernelwright.baselines.indexer_deepgemm_flashinfer_premeta import kernel as recipe
-        recipe._deep_gemm()
-        recipe._top_k_page_table_transform()
-        return recipe, None
+        from types import SimpleNamespace
+
+        from kernelwright.baselines import get_baseline
+
+        loaded = get_baseline("indexer_deepgemm_flashinfer_premeta").load()
+        loaded.module._deep_gemm()
+        loaded.module._top_k_page_table_transform()
+        return SimpleNamespace(prepare=loaded.prepare, run=loaded.run), None
     except Exception as exc:
         return None, f"{type(exc).__name__}: {str(exc)[:200]}"
 

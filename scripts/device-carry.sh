@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build, on this machine (pip works here), everything the H200 machine needs that its image lacks,
-# in git-ignored folders that travel with `run`'s carry (64 MiB in all, the tracked tree included):
+# Purpose: build here what the H200 device machine's image lacks, in folders that `run` carries.
+#
+# Everything lands in git-ignored folders that travel with `run`'s carry (64 MiB in all, the tracked
+# tree included); pip works on this machine, not on the device machine:
 #   .whl/    pydantic & co, flashinfer-python, apache-tvm-ffi (the shared device-wheels tool),
 #            cupti-python 13.0 (the gate's CUPTI window: provenance, PHASE_MISMATCH, the device
 #            clock's copy check), and vllm-extract.tar.xz (DeepGEMM + FlashMLA from the vllm

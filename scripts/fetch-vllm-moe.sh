@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Purpose: extract the vLLM Triton MoE baseline's 12 wheel files, so the device machine needs no registry.
+#
 # Extract, on this machine (pip reaches a registry here, not on the H200), the few files of the
 # vllm 0.20.0 wheel that the moe_vllm_triton baseline imports at run time, into DEST (default
 # .whl/vllm-extract, the folder ../shared/tools/device-wheels fills with DeepGEMM and FlashMLA),

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs on the H200 device machine (no registry there): installs the carried wheels, then one of
-# the stages below, writing logs and records under $OUT.  Usage: bash scripts/h200.sh STAGE...
+# Purpose: run measurement stages on the H200 device machine (bash scripts/h200.sh STAGE...).
+#
+# No registry there: it installs the carried wheels, then runs the stages below in order, writing
+# logs and records under $OUT (and /tmp/records, which the `pack` stage tars into $OUT).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -61,11 +63,15 @@ for stage in "$@"; do
       timeout ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --json /tmp/records/$name.json 2>&1 | tee /tmp/records/$name.log | tail -${RT_TAIL:-25};;
     probe) # the gate's timed loop vs a micro-benchmark loop on the shipped MoE (PROBE_ARGS)
       mkdir -p /tmp/records
-      timeout ${PROBE_TIMEOUT:-200} python3 scripts/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
+      timeout ${PROBE_TIMEOUT:-200} python3 experiments/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
       cp "$OUT/gate_loop_probe.json" /tmp/records/ 2>/dev/null;;
-    variants) # scripts/moe_variants.py with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"), records under /tmp/records/${VAR_NAME:-variants}
+    variants) # the MoE table sweep, python -m kernelwright.tuning.moe sweep with VAR_ARGS (e.g. "--only d8,d9 --ts 1,7,16"),
+              # records under /tmp/records/${VAR_NAME:-variants}
       vdir=/tmp/records/${VAR_NAME:-variants}; mkdir -p $vdir
-      timeout ${VAR_TIMEOUT:-240} python3 scripts/moe_variants.py ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+      timeout ${VAR_TIMEOUT:-240} python3 -m kernelwright.tuning.moe sweep ${VAR_ARGS:-} --out $vdir 2>&1 | tee $vdir/variants.log | tail -${VAR_TAIL:-40};;
+    dsa-variants) # the shipped DSA kernels' launch modes and configs, python -m kernelwright.tuning.dsa with DSA_ARGS
+      ddir=/tmp/records/${DSA_NAME:-dsa-variants}; mkdir -p $ddir
+      timeout ${DSA_TIMEOUT:-240} python3 -m kernelwright.tuning.dsa ${DSA_ARGS:-} --out $ddir 2>&1 | tee $ddir/variants.log | tail -${DSA_TAIL:-40};;
     envelope) # experiments/indexer_envelope.py (ENV_ARGS): the v3 indexer candidate, the shipped v2 and the recipe
       mkdir -p /tmp/records/indexer_envelope
       timeout ${ENV_TIMEOUT:-330} python3 experiments/indexer_envelope.py ${ENV_ARGS:-} --out /tmp/records/indexer_envelope 2>&1 | tee /tmp/records/indexer_envelope/log.txt | tail -${ENV_TAIL:-70};;
@@ -73,30 +79,30 @@ for stage in "$@"; do
       mkdir -p /tmp/records/attention-envelope
       timeout ${ATTN_TIMEOUT:-300} python3 experiments/attention_envelope.py --out /tmp/records/attention-envelope \
         ${ATTN_ARGS:-} 2>&1 | tail -${ATTN_TAIL:-90};;
-    ncu) # Nsight Compute on NCU_CMD (a python script and its arguments) with NCU_ARGS (sections, -k, -c)
+    ncu) # Nsight Compute on NCU_CMD (python3's arguments, e.g. "-m kernelwright.tuning.moe once --seq-len 7") with NCU_ARGS (sections, -k, -c)
       mkdir -p /tmp/records
       timeout ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;
     hostprobe) # the MoE solution's host path inside the gate's worker, piece by piece
       mkdir -p /tmp/records
-      python3 scripts/moe_host_probe.py /tmp/moeprobe >/dev/null
+      python3 experiments/moe_host_probe.py /tmp/moeprobe >/dev/null
       timeout ${HP_TIMEOUT:-150} python3 -m kernelwright bench -d moe --no-shipped -s /tmp/moeprobe -w ${HP_WORKLOADS:-0,1,2} --trials 1 --out /tmp/kw-hostprobe 2>&1 | tail -8
       grep -rh "moe-probe" /tmp/kw-hostprobe/logs | tee /tmp/records/moe_host_probe.log | tail -20;;
     overhead) # launch overhead of events-idle timing in fresh / CUPTI-attached / profiled processes
       mkdir -p /tmp/records
-      timeout ${OH_TIMEOUT:-150} python3 scripts/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30
+      timeout ${OH_TIMEOUT:-150} python3 experiments/launch_overhead.py 2>&1 | tee /tmp/records/launch_overhead.log | tail -30
       cp "$OUT/launch_overhead.json" /tmp/records/ 2>/dev/null;;
     cluster) # multi-GPU kinds only: pool throughput with 1 and 2 GPUs and cross-GPU agreement
       mkdir -p /tmp/records
       timeout ${CL_TIMEOUT:-120} python3 -m kernelwright.cluster.measure --gpus ${CL_GPUS:-1,2} --backend local ${CL_ARGS:--d attention --limit 8} --out /tmp/records/cluster 2>&1 | tee /tmp/records/cluster.log | tail -20;;
-    gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (scripts/gluon_blockscale_probe.py)
+    gluonprobe) # block-scaled FP8 GEMM: Gluon with one wgmma in flight vs the Triton tile (experiments/gluon_blockscale_probe.py)
       mkdir -p /tmp/records
-      timeout ${GP_TIMEOUT:-240} python3 scripts/gluon_blockscale_probe.py ${GP_ARGS:-} --json /tmp/records/gluon_blockscale_probe.json 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -40;;
-    swigluprobe) # the MoE GEMM1 tile (up/gate, SwiGLU) in Gluon with one K block in flight vs Triton (scripts/gluon_swiglu_probe.py)
+      timeout ${GP_TIMEOUT:-240} python3 experiments/gluon_blockscale_probe.py ${GP_ARGS:-} --json /tmp/records/gluon_blockscale_probe.json 2>&1 | tee /tmp/records/gluon_blockscale_probe.log | tail -40;;
+    swigluprobe) # the MoE GEMM1 tile (up/gate, SwiGLU) in Gluon with one K block in flight vs Triton (experiments/gluon_swiglu_probe.py)
       mkdir -p /tmp/records
-      timeout ${SP_TIMEOUT:-240} python3 scripts/gluon_swiglu_probe.py ${SP_ARGS:-} --json /tmp/records/gluon_swiglu_probe.json 2>&1 | tee /tmp/records/gluon_swiglu_probe.log | tail -30;;
-    integritycost) # what the red-team fixes cost per timed iteration and per message (scripts/integrity_cost.py)
+      timeout ${SP_TIMEOUT:-240} python3 experiments/gluon_swiglu_probe.py ${SP_ARGS:-} --json /tmp/records/gluon_swiglu_probe.json 2>&1 | tee /tmp/records/gluon_swiglu_probe.log | tail -30;;
+    integritycost) # what the red-team fixes cost per timed iteration and per message (experiments/integrity_cost.py)
       mkdir -p /tmp/records
-      python3 scripts/integrity_cost.py 2>&1 | tee /tmp/records/integrity_cost.txt;;
+      python3 experiments/integrity_cost.py 2>&1 | tee /tmp/records/integrity_cost.txt;;
     strict-margins) # issue 25: strict-verdict errors of the shipped solutions and the near-miss canaries at contest
                     # sizes (SM_LIMIT workloads per definition, spread over the set; SM_SEEDS draws each)
       mkdir -p /tmp/records

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The README's two Quick start commands (the Makefile's targets and .ci/run call this script):
-# set up (or reuse) .venv, then run the tests or the main job.  `--help` for the details.
+# Purpose: set up (or reuse) .venv, then run the tests or the main job (make test / make bench, CI).
+#
+# The README's two Quick start commands: the Makefile's targets and .ci/run call this script.
+# `--help` for the details.
 set -euo pipefail
 
 usage() {

@@ -1,4 +1,7 @@
-"""Measure the strict verdict's errors (gate/checkers.py) of honest solutions and of the canaries.
+"""Purpose: check the strict verdict's margins (gate/checkers.py) on honest solutions and canaries.
+
+Exit status 1 when a shipped solution fails a check or a canary passes one it applies to; run it
+whenever a solution, a candidate or a tolerance changes.
 
     python scripts/strict_margins.py                          # CPU, quick sizes, shipped solutions + canaries
     python scripts/strict_margins.py --device cuda --full --seeds 3 --json out.json   # contest sizes (GPU)
@@ -13,7 +16,6 @@ many checks each rule passed.
 
 ``--full`` uses ``--limit`` contest workloads of each definition at full size, spread over the set
 (the first, the last and evenly between), instead of the quick ones; that needs a GPU.
-Exit status 1 when an honest solution fails a check or a canary passes one it applies to.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import torch
 
 from kernelwright.baselines.attention_flashmla_sparse import kernel as flashmla_kernel
 from kernelwright.baselines.indexer_deepgemm_flashinfer import kernel as indexer_kernel
-from kernelwright.baselines.indexer_deepgemm_flashinfer_premeta import kernel as indexer_pre_kernel
 from kernelwright.baselines.moe_deepgemm_triton import glue
 from kernelwright.baselines.moe_deepgemm_triton import kernel as moe_kernel
 from kernelwright.definitions import get
@@ -170,8 +169,8 @@ def test_moe_row_bounds():
     assert moe_kernel.expected_rows(14107, 256, 14144) == 441
 
 
-@pytest.mark.parametrize("mod", [indexer_kernel, indexer_pre_kernel])
-def test_token_table(mod):
+def test_token_table():
+    mod = indexer_kernel
     block_table = torch.tensor([[3, 7, 1], [0, 2, 5]], dtype=torch.int32, device=DEV)
     width = mod.logits_width(3)
     assert width == 256

@@ -39,18 +39,18 @@ def test_get_baseline_unknown_lists_known():
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_manifest_and_solution(entry):
-    meta = json.loads((entry.folder / "manifest.json").read_text())
+    meta = json.loads((entry.folder / entry.manifest_file).read_text())
     assert meta["language"] == "python"
     assert meta["author"] and meta["dependencies"]
     assert entry.kind in KINDS and entry.label
-    sol = load_solution_folder(entry.folder)
+    sol = load_solution_folder(entry.folder, entry.manifest_file)
     assert sol == entry.solution
     assert sol.definition in {b.name for b in all_builtins()}
     paths = {s.path for s in sol.sources}
     assert sol.spec.entry_file in paths
     if entry.prepare_entry:
         assert entry.prepare_entry.split("::")[0] in paths
-        assert entry.prepare_symbol == "prepare"  # in the entry file: the gate looks it up there
+        assert entry.prepare_entry == f"{sol.spec.entry_file}::{entry.prepare_symbol}"  # in the entry file: the gate looks it up there
     assert entry.role == ("lower_bound" if entry.kind == "lower_bound" else "baseline")
     # sources never import kernelwright (they are shipped as self-contained solutions)
     for src in sol.sources:
@@ -108,7 +108,7 @@ def test_signatures_match_definition(entry):
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)
 def test_module_import_does_not_need_the_library(entry):
     """Importing a baseline module must not import deep_gemm/flashinfer/flashmla (lazy)."""
-    mod = importlib.import_module(f"kernelwright.baselines.{entry.key}.kernel")
+    mod = importlib.import_module(f"kernelwright.baselines.{entry.folder.name}.kernel")
     assert mod is not None
 
 
@@ -189,3 +189,14 @@ def test_packed_solution_imports_like_the_gate(entry, tmp_path, monkeypatch):
     assert callable(getattr(module, entry.solution.spec.entry_symbol))
     if entry.prepare_symbol:
         assert callable(getattr(module, entry.prepare_symbol))
+
+
+def test_two_manifests_of_one_folder_pack_the_same_sources():
+    """A folder's manifest.SUFFIX.json is the baseline <folder>_SUFFIX: same kernel.py, its own entry."""
+    for key, other in (("indexer_deepgemm_flashinfer", "indexer_deepgemm_flashinfer_premeta"),
+                       ("attention_flashinfer_mla_fa3", "attention_flashinfer_mla_fa3_preplanned"),
+                       ("moe_deepgemm_triton", "moe_deepgemm_triton_gemms_only")):
+        a, b = get_baseline(key), get_baseline(other)
+        assert a.folder == b.folder and a.solution.sources == b.solution.sources
+        assert a.solution.name != b.solution.name and a.solution.spec.entry_point != b.solution.spec.entry_point
+        assert a.load().module is b.load().module

@@ -46,14 +46,14 @@ def test_pool_on_pseudo_devices_matches_sequential(parity_plan, sequential, tmp_
     assert any((tmp_path / "logs").rglob("*.log"))
 
 
-def _wait_lease(pool, pred, timeout=240.0):
+def _wait_slot(pool, pred, timeout=240.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for lease in pool.leases():
-            if pred(lease):
-                return lease
+        for slot in pool.slots():
+            if pred(slot):
+                return slot
         time.sleep(0.05)
-    raise AssertionError(f"no lease matched within {timeout} s: {pool.leases()}")
+    raise AssertionError(f"no slot matched within {timeout} s: {pool.slots()}")
 
 
 def test_killed_pool_worker_is_replaced_and_the_job_retried_once(tmp_path):
@@ -65,8 +65,8 @@ def test_killed_pool_worker_is_replaced_and_the_job_retried_once(tmp_path):
         # 1. killed while evaluating the 2nd candidate: the 1st trace is kept, the retry runs the 2nd
         job = EvalJob(b, b.public_workloads()[0], [Candidate(good, good.name), Candidate(wrong, wrong.name)], cfg)
         fut = pool.submit(job)
-        lease = _wait_lease(pool, lambda l: l.job_id == job.job_id and l.candidate == wrong.name and l.attempt == 1)
-        first_pid = lease.pid
+        slot = _wait_slot(pool, lambda l: l.job_id == job.job_id and l.candidate == wrong.name and l.attempt == 1)
+        first_pid = slot.pid
         os.kill(first_pid, signal.SIGKILL)
         result = fut.result(300)
         assert result.attempts == 2 and len(result.crashes) == 1 and "SIGKILL" in result.crashes[0]
@@ -75,8 +75,8 @@ def test_killed_pool_worker_is_replaced_and_the_job_retried_once(tmp_path):
         assert kept.evaluation.gate.notes["cluster"]["attempt"] == 1
         assert retried.evaluation.status == EvaluationStatus.INCORRECT_NUMERICAL
         assert retried.evaluation.gate.notes["cluster"]["attempt"] == 2
-        lease = pool.leases()[0]
-        assert lease.pid != first_pid and lease.restarts == 1 and lease.jobs_done == 1
+        slot = pool.slots()[0]
+        assert slot.pid != first_pid and slot.restarts == 1 and slot.jobs_done == 1
 
         # 2. killed on the first run and on the retry: RUNTIME_ERROR, reason POOL_WORKER_CRASHED
         #    (a solution this worker has not built yet, so the kill lands while it is being built)
@@ -84,19 +84,19 @@ def test_killed_pool_worker_is_replaced_and_the_job_retried_once(tmp_path):
         job2 = EvalJob(b, b.public_workloads()[1], [Candidate(other, other.name)], cfg)
         fut2 = pool.submit(job2)
         for attempt in (1, 2):
-            lease = _wait_lease(pool, lambda l, a=attempt: l.job_id == job2.job_id and l.attempt == a
+            slot = _wait_slot(pool, lambda l, a=attempt: l.job_id == job2.job_id and l.attempt == a
                                 and l.state == "busy" and l.candidate)
-            os.kill(lease.pid, signal.SIGKILL)
+            os.kill(slot.pid, signal.SIGKILL)
         result2 = fut2.result(300)
         (trace,) = result2.traces
         assert result2.attempts == 2
         assert trace.evaluation.status == EvaluationStatus.RUNTIME_ERROR
         assert trace.evaluation.gate.reasons == [POOL_WORKER_CRASHED]
         assert trace.evaluation.log.count("SIGKILL") == 2
-        assert pool.leases()[0].restarts == 3
+        assert pool.slots()[0].restarts == 3
 
         # 3. the replaced worker still serves jobs
         ok = pool.submit(EvalJob(b, b.public_workloads()[1], [Candidate(good, good.name)], cfg)).result(300)
         assert ok.traces[0].evaluation.status == EvaluationStatus.PASSED and ok.attempts == 1
     assert any("retrying once" in n for n in notices)
-    assert all(l.state == "closed" for l in pool.leases())
+    assert all(l.state == "closed" for l in pool.slots())

@@ -49,12 +49,12 @@ def test_killed_ray_actor_is_replaced_and_the_job_retried(ray_local, tmp_path):
         fut = pool.submit(job)
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
-            (lease,) = pool.leases()
-            if lease.state == "busy" and lease.candidate and lease.pid:
+            (slot,) = pool.slots()
+            if slot.state == "busy" and slot.candidate and slot.pid:
                 break
             time.sleep(0.05)
-        assert lease.device.endswith("(cpu)") and "/gpu" in lease.device
-        os.kill(lease.pid, signal.SIGKILL)
+        assert slot.device.endswith("(cpu)") and "/gpu" in slot.device
+        os.kill(slot.pid, signal.SIGKILL)
         result = fut.result(300)
     assert result.attempts == 2 and "died" in result.crashes[0]
     assert result.traces[0].evaluation.status.value == "PASSED", (result.traces[0].evaluation.gate, result.traces[0].evaluation.log)

@@ -1,6 +1,6 @@
-"""The pool's scheduling, streaming, retry and lease logic with in-process fake workers (fast).
+"""The pool's scheduling, streaming, retry and slot logic with in-process fake workers (fast).
 
-The fake replaces the pool worker process; everything else (queue, leases, retry-once, the
+The fake replaces the pool worker process; everything else (queue, slots, retry-once, the
 RUNTIME_ERROR traces after a second loss, JSONL streaming in run_bench_distributed) is the
 real code.  The same paths with real processes are in test_cluster_pool.py.
 """
@@ -32,7 +32,7 @@ class Script:
         self.error_for: set = set()           # job ids whose trusted side fails
         self.wires: List[Dict[str, Any]] = []
         self.start_failures: Dict[str, int] = {}   # slot label -> starts that fail
-        self.seen_leases: List[List[P.Lease]] = []
+        self.seen_slots: List[List[P.SlotStatus]] = []
         self.pool = None
         self.delay = 0.0
         self.before_job = None     # called with the wire before a job runs
@@ -70,7 +70,7 @@ class FakeWorker:
         for cand in wire["candidates"]:
             on_event({"op": "started", "index": cand["index"], "label": cand["label"]})
             if SCRIPT.pool is not None:
-                SCRIPT.seen_leases.append(SCRIPT.pool.leases())
+                SCRIPT.seen_slots.append(SCRIPT.pool.slots())
             if SCRIPT.delay:
                 time.sleep(SCRIPT.delay)
             if (wire["job_id"], wire["attempt"], cand["index"]) in SCRIPT.crash_at:
@@ -169,7 +169,7 @@ def test_retry_once_resumes_with_the_candidates_not_yet_reported(fake):
     assert [t.evaluation.gate.notes["cluster"]["attempt"] for t in result.traces] == [1, 2]
     assert [i for i, _ in arrived] == [0, 1]                            # streamed as they came
     assert any("retrying once" in n for n in notices)
-    assert pool.leases()[0].restarts == 1
+    assert pool.slots()[0].restarts == 1
 
 
 def test_second_loss_records_runtime_error_traces(fake):
@@ -188,19 +188,19 @@ def test_second_loss_records_runtime_error_traces(fake):
     assert second.solution == "rms_triton_wrong"
 
 
-def test_leases_show_which_device_runs_what(fake):
+def test_slots_show_which_device_runs_what(fake):
     script, notices = fake
     pool = _pool(notices, n=2)
     futs = [pool.submit(_job([H.good()], workload=w)) for w in range(3)]
     for f in futs:
         f.result(30)
-    leases = pool.leases()
+    slots = pool.slots()
     pool.close()
-    busy = [l for snap in script.seen_leases for l in snap if l.state == "busy"]
+    busy = [l for snap in script.seen_slots for l in snap if l.state == "busy"]
     assert busy and all(l.job and l.job_id and l.candidate == "rms_triton" and l.attempt == 1 for l in busy)
-    assert {l.device for l in leases} == {"cpu#0", "cpu#1"}
-    assert sum(l.jobs_done for l in leases) == 3
-    assert {l.state for l in pool.leases()} == {"closed"}
+    assert {l.device for l in slots} == {"cpu#0", "cpu#1"}
+    assert sum(l.jobs_done for l in slots) == 3
+    assert {l.state for l in pool.slots()} == {"closed"}
 
 
 def test_trusted_side_error_fails_the_future_with_partial_result(fake):
@@ -220,7 +220,7 @@ def test_a_slot_that_cannot_start_is_retired_and_others_continue(fake):
     script.start_failures = {"cpu#0": 2}
     pool = _pool(notices, n=2)
     results = [pool.submit(_job([H.good()], workload=w)).result(30) for w in range(2)]
-    states = {l.device: l.state for l in pool.leases()}
+    states = {l.device: l.state for l in pool.slots()}
     pool.close()
     assert states["cpu#0"] == "retired" and all(r.devices == ["cpu#1"] for r in results)
     assert any("retired" in n for n in notices)

@@ -69,3 +69,29 @@ def test_results_table_rebuilds_old_summaries_from_their_traces(tmp_path):
     assert json.loads((folder / "summary.json").read_text()) == old      # the file is left as it is
     page = write_report(folder).read_text()                                # and the HTML report has them
     assert "achieved TFLOP/s" in page and "<td>35.0</td>" in page
+
+
+def test_workload_table_merges_summaries_of_the_same_workloads(tmp_path):
+    """`kernelwright report --workloads moe --ours ours A B`: one row per workload, our latency, the
+    floor of our run, every other candidate's latency and its ratio to ours, the means last."""
+    b, traces = _traces()
+    paths = []
+    for name, scale in (("ours", 1.0), ("theirs", 2.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        with open(folder / f"{b.name}.jsonl", "w") as fh:
+            for t in traces:
+                t = t.model_copy(update={"solution": name})
+                t.evaluation.performance.latency_ms *= scale
+                fh.write(json.dumps(to_plain(t)) + "\n")
+        (folder / "summary.json").write_text(json.dumps(summarize_folder(folder)))
+        paths.append(str(folder))
+    r = subprocess.run([sys.executable, "-m", "kernelwright", "report", "--workloads", "moe", "--ours", "ours",
+                        *paths], capture_output=True, text=True, check=True)
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("| workload | axes | ours µs | floor µs | floor / ours | theirs µs | theirs / ours |")
+    rows = lines[2:-1]
+    assert len(rows) == 4
+    assert rows[0].split(" | ")[1:5] == ["seq_len=1", "100.0", "—", "—"]      # no floor in these traces
+    assert rows[0].endswith("| 200.0 | 2.00 |")
+    assert lines[-1].endswith("| **2.00** (min 2.00) |")

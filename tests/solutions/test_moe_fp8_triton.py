@@ -31,6 +31,7 @@ from kernelwright.definitions.moe_fp8 import reference as R
 from kernelwright.gate.checkers import check_outputs
 from kernelwright.inputs import make_generator
 from kernelwright.solutions import load_solution_folder
+from kernelwright.solutions.moe_fp8_triton import configs
 from kernelwright.solutions.moe_fp8_triton import kernel as K
 from kernelwright.solutions.moe_fp8_triton import routing as KR
 from kernelwright.trace import ScalarInput
@@ -389,11 +390,11 @@ def test_no_local_expert_gives_zeros():
     assert (out == 0).all()
 
 
-@pytest.mark.parametrize("entry", range(len(K._CONFIGS)))
+@pytest.mark.parametrize("entry", range(len(configs.CONFIGS)))
 def test_every_config_table_entry(entry):
     """Every entry of the shipped table (BLOCK_M 16..128, QG 32..128) forced at a small T
     (COMBINE entries need bf16 atomics, which the interpreter lacks: GPU only)."""
-    cfg = dict(K._CONFIGS[entry][1], ROUTE_BT=8, RED_BT=8)
+    cfg = dict(configs.CONFIGS[entry][1], ROUTE_BT=8, RED_BT=8)
     if cfg["COMBINE"] and not torch.cuda.is_available():
         cfg["COMBINE"] = False
     inputs = _inputs(17, 96, seed=9 + entry)
@@ -406,8 +407,8 @@ def test_config_table_dispatch():
     assert K.config_for(256)["BLOCK_M"] == 16
     assert K.config_for(901)["BLOCK_M"] in (16, 32, 64)
     assert K.config_for(14107)["BLOCK_M"] >= 64
-    assert K._CONFIGS[-1][0] is None
-    for _, cfg in K._CONFIGS:
+    assert configs.CONFIGS[-1][0] is None
+    for _, cfg in configs.CONFIGS:
         assert 128 % cfg["QG"] == 0 and cfg["QG"] >= 32
         assert cfg["G1_BLOCK_K"] % 128 == 0 or 128 % cfg["G1_BLOCK_K"] == 0
         assert cfg["G2_BLOCK_K"] % cfg["QG"] == 0
@@ -420,26 +421,23 @@ def test_config_table_dispatch():
 
 _AOT = r"""
 import json, sys
-sys.path.insert(0, sys.argv[2])
-import moe_variants as MV
-from kernelwright.solutions.moe_fp8_triton import kernel
-if sys.argv[3] == "table":
-    MV.VARIANTS = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(kernel._CONFIGS)}
+from kernelwright.tuning import moe
+if sys.argv[2] == "table":
+    variants = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(moe.read_table())}
 else:
-    MV.VARIANTS = {name: MV.VARIANTS[name] for name in sys.argv[3].split(",")}
-MV.aot(sys.argv[1])
+    variants = {name: moe.VARIANTS[name] for name in sys.argv[2].split(",")}
+moe.aot(sys.argv[1], variants)
 print("AOT-RESULT " + open(sys.argv[1] + "/aot.json").read().replace("\n", " "))
 """
 
 
 def _aot_results(tmp_path, variants: str) -> list:
-    """moe_variants.aot in a subprocess without the interpreter: one dict per compiled kernel."""
+    """kernelwright.tuning.moe.aot in a subprocess without the interpreter: one dict per compiled kernel."""
     ptxas = Path(importlib.import_module("triton").__file__).parent / "backends/nvidia/bin/ptxas"
     if not ptxas.exists():
         pytest.skip("Triton's bundled ptxas is not available")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    r = subprocess.run([sys.executable, "-c", _AOT, str(tmp_path), str(scripts), variants], env=env,
+    r = subprocess.run([sys.executable, "-c", _AOT, str(tmp_path), variants], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
     line = next(l for l in r.stdout.splitlines() if l.startswith("AOT-RESULT "))

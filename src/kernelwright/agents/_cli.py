@@ -239,12 +239,6 @@ class StreamParser:
             return None
         return self.handle(obj)
 
-    def feed_all(self, text: str) -> "StreamParser":
-        """Feed every line of ``text`` (convenience for recorded streams)."""
-        for line in text.splitlines():
-            self.feed(line)
-        return self
-
     @abstractmethod
     def handle(self, obj: dict[str, Any]) -> Optional[str]:
         """Handle one parsed JSON object."""

@@ -13,7 +13,10 @@ A baseline may declare ``"prepare": "kernel.py::prepare"`` in its manifest: the 
 trusted baselines get a ``prepare``; see docs/baselines.md for what each one leaves untimed.
 
 Folder sources import torch, triton and the baseline's library only, and reach sibling files
-through relative imports, like any solution.
+through relative imports, like any solution.  Two variants of one recipe (the same calls, with
+some set-up timed or moved to ``prepare``) share one folder and one ``kernel.py`` with an entry
+point each: ``manifest.json`` is the baseline named after the folder, ``manifest.SUFFIX.json`` the
+one named ``<folder>_SUFFIX``; the gate packs the same sources for both.
 """
 
 from __future__ import annotations
@@ -37,14 +40,10 @@ KINDS = ("complete", "lower_bound")
 # --------------------------------------------------------------------------- availability
 def _vllm_roots() -> List[Path]:
     """Folders of the top-level ``vllm`` package (the full wheel or the device-wheels extract),
-    found without importing it."""
-    try:
-        spec = importlib.util.find_spec("vllm")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(p) for p in spec.submodule_search_locations]
+    found without importing it (the vLLM baseline's own finder)."""
+    from kernelwright.baselines.moe_vllm_triton.vllm_fused_moe import vllm_roots
+
+    return vllm_roots()
 
 
 def _top_level(name: str) -> bool:
@@ -129,7 +128,7 @@ class LoadedBaseline:
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    key: str  # folder name under kernelwright/baselines
+    key: str  # folder name under kernelwright/baselines, + "_SUFFIX" for manifest.SUFFIX.json
     folder: Path
     solution: Solution
     label: str
@@ -138,6 +137,7 @@ class BaselineEntry:
     requires: Tuple[str, ...] = ()
     optional: Tuple[str, ...] = ()
     manifest: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    manifest_file: str = "manifest.json"
 
     @property
     def definition(self) -> str:
@@ -173,7 +173,7 @@ class BaselineEntry:
 
     def _module_name(self, entry: str) -> str:
         file = entry.split("::")[0]
-        return f"{__name__}.{self.key}.{file[:-3].replace('/', '.')}"
+        return f"{__name__}.{self.folder.name}.{file[:-3].replace('/', '.')}"
 
     def load(self) -> LoadedBaseline:
         """Import the entry point (and prepare) from the installed package.
@@ -193,23 +193,37 @@ class BaselineEntry:
                               destination_passing_style=self.destination_passing_style, module=module)
 
 
-def _load_entry(folder: Path) -> BaselineEntry:
-    meta = json.loads((folder / "manifest.json").read_text())
+def _load_entry(folder: Path, manifest_file: str = "manifest.json") -> BaselineEntry:
+    meta = json.loads((folder / manifest_file).read_text())
     kind = meta.get("kind", "complete")
     if kind not in KINDS:
-        raise ValueError(f"{folder}/manifest.json: kind must be one of {KINDS}, got {kind!r}")
+        raise ValueError(f"{folder}/{manifest_file}: kind must be one of {KINDS}, got {kind!r}")
     prepare = meta.get("prepare")
     if prepare is not None and prepare.count("::") != 1:
-        raise ValueError(f"{folder}/manifest.json: prepare must look like 'file.py::function'")
+        raise ValueError(f"{folder}/{manifest_file}: prepare must look like 'file.py::function'")
     return BaselineEntry(
-        key=folder.name, folder=folder, solution=load_solution_folder(folder),
+        key=_key(folder, manifest_file), folder=folder,
+        solution=load_solution_folder(folder, manifest_file),
         label=meta.get("label", meta["name"]), kind=kind, prepare_entry=prepare,
         requires=tuple(meta.get("requires", ())), optional=tuple(meta.get("optional", ())),
-        manifest=meta)
+        manifest=meta, manifest_file=manifest_file)
+
+
+def _key(folder: Path, manifest_file: str) -> str:
+    """``manifest.json``: the folder's name; ``manifest.SUFFIX.json``: ``<folder>_SUFFIX``."""
+    suffix = manifest_file[len("manifest."):-len(".json")]
+    return folder.name + (f"_{suffix}" if suffix else "")
+
+
+def _manifests() -> List[Path]:
+    """Every baseline's manifest (each folder's manifest.json and manifest.SUFFIX.json), by key."""
+    found = [m for m in BASELINES_ROOT.glob("*/manifest*.json")
+             if m.name == "manifest.json" or (m.name.startswith("manifest.") and m.name.count(".") == 2)]
+    return sorted(found, key=lambda m: _key(m.parent, m.name))
 
 
 def _all_entries() -> List[BaselineEntry]:
-    return [_load_entry(m.parent) for m in sorted(BASELINES_ROOT.glob("*/manifest.json"))]
+    return [_load_entry(m.parent, m.name) for m in _manifests()]
 
 
 def _resolve(definition_name: str) -> str:
@@ -236,15 +250,15 @@ def catalogue() -> List[Tuple[str, str, str]]:
     """(key, label, definition) of every baseline, read from the manifests alone (no solution is
     packed and nothing heavy imported: ``kernelwright bench --help`` lists them)."""
     out = []
-    for manifest in sorted(BASELINES_ROOT.glob("*/manifest.json")):
+    for manifest in _manifests():
+        key = _key(manifest.parent, manifest.name)
         meta = json.loads(manifest.read_text())
-        out.append((manifest.parent.name, meta.get("label", meta.get("name", manifest.parent.name)),
-                    meta.get("definition", "")))
+        out.append((key, meta.get("label", meta.get("name", key)), meta.get("definition", "")))
     return out
 
 
 def get_baseline(key: str) -> BaselineEntry:
-    """One baseline by folder name.  Raises KeyError with the known names."""
+    """One baseline by key (its folder's name, or ``<folder>_SUFFIX``).  Raises KeyError with the known names."""
     for e in _all_entries():
         if e.key == key:
             return e

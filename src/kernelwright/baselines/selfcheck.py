@@ -349,19 +349,25 @@ def fmt_row(rec: Dict[str, Any]) -> str:
     return line
 
 
-def run_isolated(args: argparse.Namespace, env: Dict[str, Any]) -> int:
-    """One child process per (definition, baseline); merges their JSON records."""
-    import subprocess
-    import tempfile
-
-    records: List[Dict[str, Any]] = []
+def selected(args: argparse.Namespace):
+    """(definition, its baselines named by ``--baseline``, or all) for each ``--definition``; a
+    definition that does not resolve is printed and skipped."""
     for dname in args.definition or DEFAULT_DEFINITIONS:
         try:
             builtin = get(dname)
         except Exception as exc:
             print(f"[{dname}] {one_line(exc)}")
             continue
-        entries = [e for e in all_baselines(builtin.name) if not args.baseline or e.key in args.baseline]
+        yield builtin, [e for e in all_baselines(builtin.name) if not args.baseline or e.key in args.baseline]
+
+
+def run_isolated(args: argparse.Namespace, env: Dict[str, Any]) -> int:
+    """One child process per (definition, baseline); merges their JSON records."""
+    import subprocess
+    import tempfile
+
+    records: List[Dict[str, Any]] = []
+    for builtin, entries in selected(args):
         print(f"\n[{builtin.name}]  {len(entries)} baselines (one process each)", flush=True)
         for entry in entries:
             reason = entry.availability()
@@ -414,7 +420,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="Self-check of the kernelwright baselines on CUDA.")
     ap.add_argument("--definition", action="append", default=None,
                     help="definition name or alias (moe/indexer/attention); repeatable")
-    ap.add_argument("--baseline", action="append", default=None, help="only these folder names")
+    ap.add_argument("--baseline", action="append", default=None, help="only these baselines (keys: the folder name, <folder>_SUFFIX for manifest.SUFFIX.json)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
@@ -449,13 +455,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     def dump() -> None:  # after every record, so a run cut short still leaves its results
         if json_path is not None:
             json_path.write_text(json.dumps({"environment": env, "records": records}, indent=1, default=str))
-    for dname in args.definition or DEFAULT_DEFINITIONS:
-        try:
-            builtin = get(dname)
-        except Exception as exc:
-            print(f"[{dname}] {one_line(exc)}")
-            continue
-        entries = [e for e in all_baselines(builtin.name) if not args.baseline or e.key in args.baseline]
+    for builtin, entries in selected(args):
         if not entries:
             continue
         if not args.child:

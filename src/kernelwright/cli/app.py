@@ -483,13 +483,18 @@ def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measu
 def report_cmd(results: List[Path] = typer.Argument(..., help="Results folder(s) with summary.json (from bench or eval), or summary.json files."),
                out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file (default RESULTS/report.html; one results folder only)."),
                markdown: bool = typer.Option(False, "--markdown", help="Print the README's Markdown results table of every summary given, instead of writing HTML."),
-               regimes: bool = typer.Option(False, "--regimes", help="With --markdown: one row per solution and regime (latency, achieved TB/s and TFLOP/s, × reference).")) -> None:
+               regimes: bool = typer.Option(False, "--regimes", help="With --markdown: one row per solution and regime (latency, achieved TB/s and TFLOP/s, × reference)."),
+               workloads: Optional[str] = typer.Option(None, "--workloads", metavar="DEFINITION", help="Print one Markdown row per workload of this definition, merged over the summaries given: ours, the roofline floor, every other candidate and its ratio to ours."),
+               ours: Optional[str] = typer.Option(None, "--ours", help="With --workloads: the solution the ratios are taken to (default: the definition's shipped solution).")) -> None:
     """Write an HTML page with latency and roofline plots for a results folder, or print Markdown tables."""
-    if markdown:
-        from kernelwright.report.markdown import regime_table, results_table, summary_paths
+    if markdown or workloads:
+        from kernelwright.report.markdown import regime_table, results_table, summary_paths, workload_table
 
         paths = summary_paths(results)
-        print(regime_table(paths) if regimes else results_table(paths))
+        if workloads:
+            print(workload_table(paths, workloads, ours))
+        else:
+            print(regime_table(paths) if regimes else results_table(paths))
         return
     if len(results) != 1:
         raise UsageError("the HTML report takes one results folder (several only with --markdown)")

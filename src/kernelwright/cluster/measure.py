@@ -141,7 +141,7 @@ def run_one(plans, cfg, backend: str, n: int, out: Path, args) -> Tuple[Dict[str
     try:
         pool.wait_ready()
         t_ready = time.perf_counter()
-        retired = [lease.worker for lease in pool.leases() if lease.state == "retired"]
+        retired = [slot.worker for slot in pool.slots() if slot.state == "retired"]
         result = run_bench_distributed(plans, cfg, out, pool=pool)
         t_end = time.perf_counter()
     except BaseException:

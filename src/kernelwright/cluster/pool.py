@@ -3,7 +3,7 @@
     with EvaluationPool(devices=["cuda:0", "cuda:1"]) as pool:
         fut = pool.submit(EvalJob(builtin, workload, [Candidate(sol, sol.name)], cfg))
         result = fut.result()            # JobResult: traces, lower bounds, attempts, devices
-        pool.leases()                    # which device is busy with what
+        pool.slots()                     # which device is busy with what
 
 Each slot (device) has one dispatcher thread here and one long-lived worker there (a spawned
 pool worker process, or a Ray actor); a worker runs ONE job at a time, so timing on a GPU is
@@ -46,7 +46,7 @@ def _notice(message: str) -> None:
 
 
 @dataclass
-class Lease:
+class SlotStatus:
     """A snapshot of one slot: which device, which worker, busy with what."""
 
     worker: str
@@ -86,10 +86,10 @@ class _JobState:
 
 
 class _Slot:
-    def __init__(self, index: int, handle, lease: Lease):
+    def __init__(self, index: int, handle, status: SlotStatus):
         self.index = index
         self.handle = handle
-        self.lease = lease
+        self.status = status
         self.loaded: Set[str] = set()
         self.environment: Optional[Environment] = None
         self.thread: Optional[threading.Thread] = None
@@ -159,7 +159,7 @@ class EvaluationPool:
                 name = f"local-{i}"
                 handle = LocalWorker(slot, name, max_sessions=max_sessions, log_root=log_root,
                                      start_timeout_s=start_timeout_s)
-                self._slots.append(_Slot(i, handle, Lease(worker=name, device=slot.label, backend="local",
+                self._slots.append(_Slot(i, handle, SlotStatus(worker=name, device=slot.label, backend="local",
                                                           since=time.time())))
         else:
             from kernelwright.cluster.ray_backend import init_ray
@@ -174,7 +174,7 @@ class EvaluationPool:
         self._ready_count = 0
         _live_pools.add(self)
         for s in self._slots:
-            s.thread = threading.Thread(target=self._serve, args=(s,), name=f"kw-pool-{s.lease.worker}", daemon=True)
+            s.thread = threading.Thread(target=self._serve, args=(s,), name=f"kw-pool-{s.status.worker}", daemon=True)
             s.thread.start()
 
     # -- public API ------------------------------------------------------------------------
@@ -196,8 +196,8 @@ class EvaluationPool:
         with self._cond:
             if self._closing:
                 raise RuntimeError("the pool is closed")
-            if self._slots and all(s.lease.state == "retired" for s in self._slots):
-                raise RuntimeError("no pool worker could be started: " + "; ".join(s.lease.note for s in self._slots))
+            if self._slots and all(s.status.state == "retired" for s in self._slots):
+                raise RuntimeError("no pool worker could be started: " + "; ".join(s.status.note for s in self._slots))
             if not job.active():
                 st.future.set_running_or_notify_cancel()
                 st.future.set_result(JobResult(job, attempts=0))
@@ -206,10 +206,10 @@ class EvaluationPool:
             self._cond.notify_all()
         return st.future
 
-    def leases(self) -> List[Lease]:
+    def slots(self) -> List[SlotStatus]:
         """Which device is doing what, now."""
         with self._cond:
-            return [dataclasses.replace(s.lease) for s in self._slots]
+            return [dataclasses.replace(s.status) for s in self._slots]
 
     def pending(self) -> int:
         with self._cond:
@@ -282,7 +282,7 @@ class EvaluationPool:
         for i in range(n):
             name = f"ray-{i}"
             handle = RayWorker(i, name, self.kind, env, max_sessions=max_sessions, start_timeout_s=start_timeout_s)
-            self._slots.append(_Slot(i, handle, Lease(worker=name, device=f"ray-gpu-slot{i}", backend="ray",
+            self._slots.append(_Slot(i, handle, SlotStatus(worker=name, device=f"ray-gpu-slot{i}", backend="ray",
                                                       since=time.time())))
 
     def _shutdown_ray(self) -> None:
@@ -298,9 +298,9 @@ class EvaluationPool:
     def _set(self, s: _Slot, **changes) -> None:
         with self._cond:
             for k, v in changes.items():
-                setattr(s.lease, k, v)
+                setattr(s.status, k, v)
             if "state" in changes:
-                s.lease.since = time.time()
+                s.status.since = time.time()
 
     def _mark_ready(self) -> None:
         with self._cond:
@@ -309,10 +309,10 @@ class EvaluationPool:
                 self._all_ready.set()
 
     def _start(self, s: _Slot) -> bool:
-        first = s.lease.state == "starting"
+        first = s.status.state == "starting"
         if not first:
             with self._cond:
-                s.lease.restarts += 1
+                s.status.restarts += 1
         self._set(s, state="starting" if first else "restarting", pid=None)
         while True:
             try:
@@ -321,7 +321,7 @@ class EvaluationPool:
                 s.start_failures += 1
                 if s.start_failures >= MAX_ATTEMPTS or self._closing:
                     self._set(s, state="retired", note=str(exc))
-                    self.notice(f"{s.lease.worker} retired: {exc}")
+                    self.notice(f"{s.status.worker} retired: {exc}")
                     self._retire_check()
                     if first:
                         self._mark_ready()
@@ -333,17 +333,17 @@ class EvaluationPool:
             except Exception:
                 s.environment = None
             if info.get("version_warning"):
-                self.notice(f"{s.lease.worker}: {info['version_warning']}")
+                self.notice(f"{s.status.worker}: {info['version_warning']}")
             self._set(s, state="idle", pid=info.get("pid"), host=info.get("host"),
-                      device=info.get("device") or s.lease.device, note="")
+                      device=info.get("device") or s.status.device, note="")
             if first:
                 self._mark_ready()
             return True
 
     def _retire_check(self) -> None:
         with self._cond:
-            if all(s.lease.state == "retired" for s in self._slots):
-                why = "; ".join(s.lease.note for s in self._slots)
+            if all(s.status.state == "retired" for s in self._slots):
+                why = "; ".join(s.status.note for s in self._slots)
                 while self._queue:
                     st = self._queue.popleft()
                     if not st.claimed and not st.future.set_running_or_notify_cancel():
@@ -389,7 +389,7 @@ class EvaluationPool:
     def _serve(self, s: _Slot) -> None:
         try:
             while not self._terminated:
-                if not s.handle.alive or s.lease.state in ("starting", "restarting"):
+                if not s.handle.alive or s.status.state in ("starting", "restarting"):
                     if self._closing and not self._queue:
                         break
                     if not self._start(s):
@@ -411,7 +411,7 @@ class EvaluationPool:
                     with self._cond:
                         self._running -= 1
         finally:
-            if s.lease.state != "retired":
+            if s.status.state != "retired":
                 self._set(s, state="closed", job_id=None, job=None, candidate=None)
             try:
                 s.handle.stop()
@@ -425,7 +425,7 @@ class EvaluationPool:
         st.attempts += 1
         if st.started is None:
             st.started = time.perf_counter()
-        st.devices.append(s.lease.device)
+        st.devices.append(s.status.device)
         st.error = None
         st.current = None
         self._set(s, state="busy", job_id=job.job_id, job=job.label, candidate=None, attempt=st.attempts)
@@ -462,7 +462,7 @@ class EvaluationPool:
             s.loaded = set()
             self._set(s, state="restarting", candidate=None)
             what = f" while evaluating {st.current}" if st.current else ""
-            st.crashes.append(f"attempt {st.attempts} on {s.lease.device}: {exc}{what}")
+            st.crashes.append(f"attempt {st.attempts} on {s.status.device}: {exc}{what}")
             if self._terminated:
                 st.future.set_exception(WorkerLost(f"pool terminated: {exc}"))
                 return
@@ -483,7 +483,7 @@ class EvaluationPool:
                     st.lower_bounds[cand.solution.name] = None
                     self._hook(st.on_lower_bound, job, idx, cand.solution.name, None)
                 else:
-                    trace = failure_trace(job, idx, POOL_WORKER_CRASHED, log, s.environment, s.lease.device)
+                    trace = failure_trace(job, idx, POOL_WORKER_CRASHED, log, s.environment, s.status.device)
                     st.traces[idx] = trace
                     self._hook(st.on_trace, job, idx, trace)
                 st.done.add(idx)
@@ -497,8 +497,8 @@ class EvaluationPool:
                            attempts=st.attempts, devices=list(st.devices),
                            seconds=time.perf_counter() - (st.started or time.perf_counter()), crashes=list(st.crashes))
         with self._cond:
-            s.lease.jobs_done += 1
-        if s.lease.state == "busy":
+            s.status.jobs_done += 1
+        if s.status.state == "busy":
             self._set(s, state="idle", job_id=None, job=None, candidate=None)
         if st.error:
             err = JobError(f"{job.label} failed on the trusted side:\n{st.error}")

@@ -21,17 +21,18 @@ SHIPPED_ROOT = Path(__file__).parent
 CANDIDATES_ROOT = SHIPPED_ROOT / "candidates"
 
 
-def load_solution_folder(folder: Path) -> Solution:
-    """Pack a solution folder (``manifest.json`` + sources) into a Solution.
+def load_solution_folder(folder: Path, manifest: str = "manifest.json") -> Solution:
+    """Pack a solution folder (``manifest.json`` + sources) into a Solution.  ``manifest`` names
+    another manifest file in the folder (two baselines of one folder share its sources).
 
     Raises:
-        FileNotFoundError: the folder has no manifest.json.
+        FileNotFoundError: the folder has no such manifest.
         ValueError: the manifest is malformed or the entry file is missing.
     """
     folder = Path(folder)
-    manifest_path = folder / "manifest.json"
+    manifest_path = folder / manifest
     if not manifest_path.is_file():
-        raise FileNotFoundError(f"{folder}: no manifest.json (not a solution folder)")
+        raise FileNotFoundError(f"{folder}: no {manifest} (not a solution folder)")
     try:
         meta = json.loads(manifest_path.read_text())
     except json.JSONDecodeError as exc:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from kernelwright.workflow import runs as V
+from kernelwright.workflow import runs
 from kernelwright.workflow.state import State, StateError
 
 
@@ -143,11 +143,11 @@ def invalidate(state: State, ref: str, reason: str = "") -> str:
             tx.execute("UPDATE runs SET best_candidate=?", (new_best,))
             result += f"; best is now {'c' + str(new_best) if new_best else 'none'}"
         _audit(tx, "invalidate", {"candidate": cid, "reason": reason}, result)
-    b = V.best(state)
+    b = runs.best(state)
     try:
-        from kernelwright.workflow import worktrees as W
+        from kernelwright.workflow import worktrees
 
-        W.set_branch(state.run_dir / "repo", "best", (b or V.start_candidate(state))["commit_sha"])
+        worktrees.set_branch(state.run_dir / "repo", "best", (b or runs.start_candidate(state))["commit_sha"])
     except Exception:  # the branch is re-synchronised when the orchestrator starts
         pass
     return result
@@ -158,24 +158,24 @@ def status(state: State) -> Dict[str, Any]:
     """Everything ``kernelwright run status`` shows, as plain data."""
     run = dict(state.run())
     cfg = json.loads(run.pop("config_json"))
-    b = V.best(state)
-    start = V.start_candidate(state)
+    b = runs.best(state)
+    start = runs.start_candidate(state)
     totals = state.totals()
     cur = state.row("SELECT * FROM cycles ORDER BY idx DESC LIMIT 1")
     attempts = []
     if cur is not None:
-        attempts = [V.attempt_view(state, a) for a in state.rows("SELECT * FROM attempts WHERE cycle_id=? ORDER BY id",
+        attempts = [runs.attempt_view(state, a) for a in state.rows("SELECT * FROM attempts WHERE cycle_id=? ORDER BY id",
                                                                   cur["id"])]
     finals = [dict(r) for r in state.rows("SELECT id, status, reason FROM candidates WHERE status IN "
                                           "('pending_final','evaluating') ORDER BY id")]
     leases = [dict(r) for r in state.rows("SELECT * FROM leases_live ORDER BY since")]
     events = [dict(r) for r in state.rows("SELECT at, kind, message FROM events ORDER BY id DESC LIMIT 12")][::-1]
-    improvement = V.improvement_over_start(state)
-    return {"run": run, "config": cfg, "live": V.orchestrator_alive(state), "best": b, "start": start,
+    improvement = runs.improvement_over_start(state)
+    return {"run": run, "config": cfg, "live": runs.orchestrator_alive(state), "best": b, "start": start,
             "improvement_over_start": improvement["value"] if improvement else None,
             "improvement": improvement, "totals": totals,
             "cycle": dict(cur) if cur is not None else None, "attempts": attempts, "finals": finals,
-            "leases": leases, "directions": V.directions_view(state), "events": events,
+            "leases": leases, "directions": runs.directions_view(state), "events": events,
             "promotions": [dict(r) for r in state.rows("SELECT * FROM promotions ORDER BY id")]}
 
 

@@ -139,13 +139,6 @@ class LocalLeasePool:
                 self._reserved = "host" if self.quiet == "host" else order[0]
             return None
 
-    def cancel_wait(self, holder: str) -> None:
-        """Forget that ``holder`` waits (e.g. its step was dropped)."""
-        with self._lock:
-            kind = self._waiting.pop(holder, (None,))[0]
-            if kind == "official":
-                self._reserved = None
-
     def release(self, lease: Lease) -> float:
         with self._lock:
             self._held.pop(lease.id, None)

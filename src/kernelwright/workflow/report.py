@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from kernelwright.workflow import runs as V
+from kernelwright.workflow import runs
 from kernelwright.workflow.state import State, loads
 
 STATUS_COLORS = {"promoted": "#2a9d4b", "not_better": "#e0a100", "rejected": "#c0392b", "skipped": "#999999",
@@ -79,7 +79,7 @@ def plot_curves(state: State) -> List[str]:
     points = _curve_points(state)
     if not points:
         return []
-    chain = V.chained_improvement(points)
+    chain = runs.chained_improvement(points)
     for p in points:
         p["minutes"] = p["active_s"] / 60.0
         p["chain"] = chain.get(p["candidate_id"])
@@ -123,13 +123,13 @@ def plot_curves(state: State) -> List[str]:
 def plot_workloads(state: State) -> Optional[str]:
     """Per-workload latency of the best vs the reference, the starting solution and baselines."""
     plt = _plt()
-    b = V.best(state)
+    b = runs.best(state)
     if b is None:
         return None
     rows = b["final"].get("public", {}).get("workloads", [])
     if not rows:
         return None
-    start = V.start_candidate(state)
+    start = runs.start_candidate(state)
     series = {f"best c{b['id']}": {r["uuid"]: r["latency_ms"] for r in rows},
               "reference": {r["uuid"]: r["reference_latency_ms"] for r in rows}}
     if start and start["id"] != b["id"]:
@@ -155,7 +155,7 @@ def plot_workloads(state: State) -> Optional[str]:
 def plot_lineage(state: State) -> Optional[str]:
     """Candidates in creation order (x) by latency (y, log); arrows from parents."""
     plt = _plt()
-    cands = [V.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
+    cands = [runs.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
     if not cands:
         return None
     pos = {}
@@ -248,10 +248,10 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     state = State(Path(run_dir))
     run = state.run()
     cfg = json.loads(run["config_json"])
-    b = V.best(state)
-    start = V.start_candidate(state)
+    b = runs.best(state)
+    start = runs.start_candidate(state)
     totals = state.totals()
-    imp = V.improvement_over_start(state)
+    imp = runs.improvement_over_start(state)
     parts = ["<!doctype html><html><head><meta charset='utf-8'>",
              f"<title>kernelwright run {html.escape(run['id'])}</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}"
@@ -265,7 +265,7 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
                ["best speedup vs reference (mean over public workloads)", _f((b or {}).get("speedup"))],
                ["best mean latency (µs)", _f(((b or {}).get("mean_latency_ms") or 0) * 1e3, ".1f") if b else ""],
                ["improvement" + (f" over {imp['over']}" if imp else ""), f"x{imp['value']:.2f}" if imp else ""],
-               ["how the improvement is computed", V.IMPROVEMENT_HOW + " (the same figure as kernelwright run status)"],
+               ["how the improvement is computed", runs.IMPROVEMENT_HOW + " (the same figure as kernelwright run status)"],
                ["promotions (baseline included)", state.value("SELECT COUNT(*) FROM promotions WHERE invalidated_at IS NULL")],
                ["cycles / attempts / turns", f"{totals['cycles']} / {totals['attempts']} / {totals['turns']}"],
                ["tokens / cost (USD)", f"{totals['tokens']:,} / {totals['cost_usd']:.2f}"],
@@ -281,7 +281,7 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     img = plot_lineage(state)
     if img:
         parts += ["<h2>Candidate lineage</h2>", f"<img src='{img}'>"]
-    cands = [V.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
+    cands = [runs.candidate(state, r["id"]) for r in state.rows("SELECT id FROM candidates ORDER BY id")]
     parts.append(_table(["candidate", "origin", "attempt", "parents", "status", "check ×best", "final ×best",
                          "speedup ×ref", "mean µs", "reason"],
                         [[f"c{c['id']}", c["origin"], f"a{c['attempt_id']}" if c["attempt_id"] else "",
@@ -305,7 +305,7 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
                          for a in agents]))
     parts.append("<h2>Cycles and attempts</h2>")
     rows = []
-    for c in V.cycles_view(state):
+    for c in runs.cycles_view(state):
         rows.append([f"cycle {c['idx']}", c["status"], f"base c{c['base_candidate']}" if c["base_candidate"] else "",
                      c.get("error") or ""])
         for a in c["attempts"]:
@@ -314,8 +314,8 @@ def write_run_report(run_dir: Path, out: Optional[Path] = None) -> Path:
     parts.append("<h2>Directions</h2>")
     parts.append(_table(["direction", "origin", "status", "consecutive fails", "research fails", "wins", "brief"],
                         [[d["name"], d["origin"], d["status"], d["failed_attempts"], d["research_failed_attempts"],
-                          d["successes"], (d["research_brief"] or "")[:300]] for d in V.directions_view(state)]))
-    prof = V.latest_profile(state, b["id"] if b else None)
+                          d["successes"], (d["research_brief"] or "")[:300]] for d in runs.directions_view(state)]))
+    prof = runs.latest_profile(state, b["id"] if b else None)
     if prof:
         parts += ["<h2>Profile of the current best</h2>", f"<pre>{html.escape(prof)}</pre>"]
     ops = state.rows("SELECT * FROM operator_events ORDER BY id")

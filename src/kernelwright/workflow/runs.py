@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from kernelwright.workflow.config import ConfigError, RunConfig, role_of
-from kernelwright.workflow.state import State, dumps, loads
-from kernelwright.workflow import worktrees as W
+from kernelwright.workflow.state import State, loads
+from kernelwright.workflow import worktrees
 
 
 def builtin_of(cfg: RunConfig):
@@ -82,11 +82,11 @@ def create_run(run_dir: Path, cfg: RunConfig) -> State:
         raise ConfigError(problem)
     cfg = cfg.model_copy(update={"solution": str(Path(sol_dir).resolve())})
     state = State(run_dir, create=True)
-    sha = W.create_run_repo(run_dir / "repo", sol_dir, {".kernelwright/task.md": task_md(
+    sha = worktrees.create_run_repo(run_dir / "repo", sol_dir, {".kernelwright/task.md": task_md(
         builtin, cfg.quick, cfg.device, cfg.edit_surface)}, skills_dir())
-    W.set_branch(run_dir / "repo", "best", sha)
+    worktrees.set_branch(run_dir / "repo", "best", sha)
     evidence = run_dir / "candidates" / "start"
-    W.export_solution(run_dir / "repo", sha, evidence / "solution")
+    worktrees.export_solution(run_dir / "repo", sha, evidence / "solution")
     now = time.time()
     with state.tx() as c:
         c.execute("INSERT INTO runs(id, definition, created_at, status, control, config_json) VALUES (?,?,?,?,?,?)",
@@ -234,7 +234,3 @@ def orchestrator_alive(state: State, stale_s: float = 30.0) -> bool:
     except (ProcessLookupError, PermissionError, ValueError):
         return False
     return True
-
-
-def record_json(obj: Any) -> str:
-    return dumps(obj)

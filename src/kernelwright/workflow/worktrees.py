@@ -250,8 +250,3 @@ def diff_between(repo: Path, base: str, sha: str) -> str:
 def set_branch(repo: Path, name: str, sha: str) -> None:
     """Point branch ``name`` of the run repository at ``sha`` (e.g. ``best``)."""
     git(repo, "branch", "-f", name, sha)
-
-
-def merge_patches(repo: Path, shas: List[str]) -> Dict[str, str]:
-    """{sha: diff against its first parent} for the synthesizer's context."""
-    return {sha: git(repo, "diff", f"{sha}^", sha, "--", SOLUTION_DIR) for sha in shas}

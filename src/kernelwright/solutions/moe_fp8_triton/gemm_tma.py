@@ -2,7 +2,7 @@
 alternative to gemm.py, selected by the config key ``TMA`` (kernel._forward).
 
 Why: at T >= 512 the pointer-gather GEMMs of gemm.py stream weights at 50-60 % of HBM speed and
-reach about 35 % of the FP8 rate at prefill (docs/kernels/moe.md, v4).  TMA moves whole tiles
+reach about 35 % of the FP8 rate at prefill (docs/history/moe.md).  TMA moves whole tiles
 into shared memory in the layout wgmma reads, asynchronously and without per-thread address
 arithmetic, which is how Triton's own Hopper matmuls reach cuBLAS-class rates.  TMA cannot gather
 rows, so GEMM1 first copies the activations into expert-sorted (padded) order:
@@ -158,8 +158,8 @@ def _gemm2_tma_kernel(
     group (QG columns of K).  SUB (config key G2_SPLIT_M): each M-block of the align is split
     into SUB row blocks of BLOCK_M rows (a 64-row tile on one warpgroup keeps two programs per
     SM, whose promotions and MMAs interleave); SUB = 1: BLOCK_M is the M-block.  (Skipping a
-    row block without a valid row, the empty half of an expert's last M-block, was measured 2-5 %
-    slower at T = 4096-14107: results/h200/2026-11-30-v7/variants/prefill-c1, commit cc60f1a.)"""
+    row block without a valid row, the empty half of an expert's last M-block, is 2-5 % slower at
+    T = 4096-14107: docs/history/moe.md.)"""
     NUM_N: tl.constexpr = H // BLOCK_N
     if PERSIST:
         used = _used_m_blocks(counts_ptr, NUM_LOCAL, NUM_LOCAL_P2, BLOCK_M * SUB) * SUB

@@ -20,14 +20,12 @@ GEMMs split them (deepseek-ai/DeepGEMM, "fp8_gemm" kernels for sm_90):
 
 The gate MMA's accumulator operand (unread: ``use_acc=False``) is ``acc_up * 0.0``: that makes the
 gate MMA depend on the promoted ``acc_up``, so ptxas cannot overlap it with the up promotion and
-keep two products alive (which spilled 464 bytes in the first form of the probe;
-results/cpu-aot/2026-11-30-v8/gluon_swiglu_probe_aot.txt).
+keep two products alive (without it the probe's first form spilled 464 bytes).
 
-As a dense probe (scripts/gluon_swiglu_probe.py, ``gluon-ws-n128-s4``) this tile ran at 916 / 727
-TFLOP/s at M = 8192 / 16384 against 607 / 567 for Triton's shipped 128 x 128 tile in the same call
-(results/h200/2026-11-30-v9/probe).  In the MoE, against the shipped Triton kernels (grouped and
-persistent already), CUPTI at T = 11948 and 14107 reads GEMM1 7 % and GEMM2 15 % faster
-(results/h200/2026-11-30-v9/ab/moe-ab-ws, moe-ab-ws2).
+As a dense probe (experiments/gluon_swiglu_probe.py, ``gluon-ws-n128-s4``) this tile ran at
+916 / 727 TFLOP/s at M = 8192 / 16384 against 607 / 567 for Triton's 128 x 128 tile in the same
+call.  In the MoE, against the Triton kernels (grouped and persistent already), CUPTI at T = 11948
+and 14107 reads GEMM1 7 % and GEMM2 15 % faster (docs/history/moe.md).
 
 Persistent: at most one program per SM (the 4-stage ring takes 192 KB of shared memory); both
 partitions walk the same tiles (every used M-block, counted on the device from the expert counts,
@@ -219,8 +217,8 @@ def _g2_consumer(c_bufs, w_bufs, ready, empty, c_scale_ptr, w_scale_ptr, block_e
     up and gate accumulators leave room for one product only).  The K loop is a runtime loop over
     groups of GROUP K blocks (KB a multiple of GROUP), unrolled inside, with nothing in flight across
     its back edge: GROUP - 1 of every GROUP promotions overlap an MMA (fully unrolled, Gluon tiles
-    were 3.7-8.2x slower from code size: results/h200/2026-11-30-v7/probe).  The bf16 tile goes through
-    shared memory (convert_layout) so each thread stores 16 contiguous bytes."""
+    are 3.7-8.2x slower from code size: docs/history/moe.md).  The bf16 tile goes through shared
+    memory (convert_layout) so each thread stores 16 contiguous bytes."""
     NUM_N: gl.constexpr = H // BLOCK
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[gl.num_warps(), 1], instr_shape=[16, BLOCK, 32])

@@ -35,39 +35,18 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from . import configs
 from .gemm import FP8_MAX, SCALE_BLOCK, _gemm1_kernel, _gemm1_splitk_epilogue, _gemm2_kernel, _reduce_kernel
 from .gemm_tma import _gather_rows_kernel, _gemm1_tma_kernel, _gemm2_tma_kernel
 from .routing import TOP_K, align, route
-
-# CONFIGS-BEGIN (scripts/moe_variants.py may rewrite this table from its measurements)
-# (max T, config), first match wins: the fastest correct variant per T range, measured by
-# scripts/moe_variants.py on the H200 (docs/kernels/moe.md: v2 for T <= 256, v5/v6 above: the TMA
-# path, BLOCK_M 64 up to T = 2048 and 128 with a persistent tile loop beyond; v6: activation
-# scales in row order, GEMM2 on one warpgroup per 64-row tile, 2-3 programs per SM; v7: GEMM1
-# split in two K halves for T <= 256, and one entry for T = 1 too; v9: above T = 2048 both GEMMs are
-# the warp-specialised Gluon kernels where they can run, G1_WS = G2_WS = "auto").  QG = GEMM1's
-# BLOCK_N (one C quantisation group per tile row) = the K width of each GEMM2 dot.
-_CONFIGS = (
-    (256, dict(ROUTE_BT=1, ROUTE_WARPS=1, BLOCK_M=16, QG=64, G1_BLOCK_K=256, G1_WARPS=4,
-               G1_STAGES=4, G1_GROUP=1, G1_SPLIT_K=2, G2_BLOCK_N=64, G2_BLOCK_K=128, G2_WARPS=4,
-               G2_STAGES=4, G2_GROUP=1, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4)),
-    (2048, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=64, QG=128, G1_BLOCK_K=128, G1_WARPS=8,
-                G1_STAGES=4, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=4,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True,
-                A_SCALE_SORTED=True)),
-    (None, dict(ROUTE_BT=4, ROUTE_WARPS=1, BLOCK_M=128, QG=128, G1_BLOCK_K=128, G1_WARPS=16,
-                G1_STAGES=3, G1_GROUP=8, G2_BLOCK_N=128, G2_BLOCK_K=128, G2_WARPS=4, G2_STAGES=3,
-                G2_GROUP=8, COMBINE=False, RED_BT=1, RED_BH=1024, RED_WARPS=4, TMA=True, PERSIST=1,
-                A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_PERSIST=3, G1_WS="auto", G2_WS="auto")),
-)
-# CONFIGS-END
 
 _GRAPH_SLOTS = 4          # LRU size: the gate rotates 2 buffer sets per workload
 _graphs = {}              # key -> torch.cuda.CUDAGraph (insertion order = recency)
 
 
 def config_for(num_tokens: int) -> dict:
-    for max_t, cfg in _CONFIGS:
+    """The row of configs.CONFIGS for ``num_tokens`` (first match wins)."""
+    for max_t, cfg in configs.CONFIGS:
         if max_t is None or num_tokens <= max_t:
             return cfg
     raise AssertionError("unreachable")
@@ -317,8 +296,8 @@ def _graph_key(routing_logits, routing_bias, hidden_states, hidden_states_scale,
     addressing), both scalars and the config (without an explicit config the config is a function
     of the shapes).  One flat tuple written out, no loop: it runs on every call, on the host,
     before the GPU has anything to do, and right after the gate's per-iteration work the host's
-    caches are cold (results/h200/2026-11-29-v5/diagnostics/moe_host_probe.log: 25-29 µs for the
-    earlier, looped form of this key in the gate's worker, 11-13 µs when computed again at once)."""
+    caches are cold (a looped form of this key took 25-29 µs there, 11-13 µs when computed again
+    at once: results/h200/2026-11-29-v5/diagnostics/moe_host_probe.log)."""
     return (hidden_states.data_ptr(), hidden_states.shape, output.data_ptr(), output.shape,
             routing_logits.data_ptr(), routing_logits.shape, routing_bias.data_ptr(), routing_bias.shape,
             hidden_states_scale.data_ptr(), hidden_states_scale.shape, gemm1_weights.data_ptr(),

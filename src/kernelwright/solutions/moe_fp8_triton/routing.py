@@ -13,7 +13,7 @@ The order of pairs inside a segment is whatever the atomics gave, which is harml
 of a GEMM tile is computed independently of the other rows, and the final reduce sums each
 token's rows in top-k order, so the output is bitwise deterministic.
 
-Routing kernel (v2): every arg-max is ONE integer max over packed keys
+Routing kernel: every arg-max is ONE integer max over packed keys
   key = (order-preserving int32 of the fp32 score) << 32 | (index complement)
 so the largest score wins and, among equal scores, the lowest index (one reduction per pick
 instead of a max and an arg-min); the top-4 groups come from one rank count over the 8x8

@@ -1,7 +1,7 @@
 """Which part of the gate's worker makes the MoE solution's host path slow?  (H200 diagnostic,
 docs/gate.md "Still open: the worker's host path")
 
-Runs the host-time probe solution (``scripts/moe_host_probe.py``: the shipped MoE solution whose
+Runs the host-time probe solution (``experiments/moe_host_probe.py``: the shipped MoE solution whose
 entry point logs how long each piece of its graph-cache hit path takes) through the real gate, in
 fresh workers, with one part of the timing protocol switched off at a time:
 
@@ -12,8 +12,8 @@ fresh workers, with one part of the timing protocol switched off at a time:
 
 and prints the events latency per workload next to the probe's host-path medians from the worker
 log.  The worker inherits the environment, so thread-pool settings are tried from outside
-(``OMP_NUM_THREADS=1 python scripts/worker_host_ab.py ... --only default``).
-Usage (on the GPU machine): python scripts/worker_host_ab.py OUT_DIR [--workloads 0,1,2] [--only default]
+(``OMP_NUM_THREADS=1 python experiments/worker_host_ab.py ... --only default``).
+Usage (on the GPU machine): python experiments/worker_host_ab.py OUT_DIR [--workloads 0,1,2] [--only default]
 """
 from __future__ import annotations
 

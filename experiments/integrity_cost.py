@@ -4,7 +4,7 @@ integrity check (``integrity.changed``, after every timed and graph iteration), 
 (profile/trace hooks, torch modes, 40 dispatcher tables), and the package-wide file snapshot the
 parent takes before and after every message (``guards.snapshot_files``).
 
-    python scripts/integrity_cost.py [--repeats 200]
+    python experiments/integrity_cost.py [--repeats 200]
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ three unnamed native threads after its first call at a new T.)
 Prints the native thread count and the names of the threads each step added, for the steps a
 Triton solution's first calls go through: CUDA context, a torch matmul, a first Triton compile and
 launch, a second compile (another constexpr), the MoE solution's first call at two T values (eager
-run + CUDA-graph capture), a CUPTI attach/detach.  Usage: python scripts/thread_census.py
+run + CUDA-graph capture), a CUPTI attach/detach.  Usage: python experiments/thread_census.py
 """
 import os
 import sys

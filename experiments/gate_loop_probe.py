@@ -13,8 +13,8 @@ happens BEFORE the flush:
   cupti       ``regen`` after one window of the gate's CUPTI kernel tracer (which detaches
               CUPTI again when it can: ``tracer.detaches``)
 
-Writes $OUT/gate_loop_probe.json.  Usage: python scripts/gate_loop_probe.py [--t 1 32] [--iters 30]
-[--modes fixed,regen] [--solution DIR: e.g. the host-time probe of scripts/moe_host_probe.py, whose
+Writes $OUT/gate_loop_probe.json.  Usage: python experiments/gate_loop_probe.py [--t 1 32] [--iters 30]
+[--modes fixed,regen] [--solution DIR: e.g. the host-time probe of experiments/moe_host_probe.py, whose
 per-piece host times then print in a plain process]
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--modes", default="fixed,fixed4,regen-same,regen,cupti")
     ap.add_argument("--solution", type=Path, default=None,
-                    help="a MoE solution folder whose entry module is probe.py (scripts/moe_host_probe.py)")
+                    help="a MoE solution folder whose entry module is probe.py (experiments/moe_host_probe.py)")
     args = ap.parse_args()
     if args.solution is None:
         from kernelwright.solutions.moe_fp8_triton import kernel as moe

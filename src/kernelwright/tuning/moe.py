@@ -1,47 +1,68 @@
-"""Fused-MoE variants on one CUDA device: correctness and gate-style timing, then (optionally)
-the measured-best block-size table written into a copy of the solution.
+"""Tuning harness of the fused-MoE solution (``solutions/moe_fp8_triton``): candidate rows of
+its block-size table, measured on one CUDA device with the gate's rules, compiled for sm_90a on
+the CPU, written back into ``configs.py``, or packed into a copy of the solution for a gate A/B.
 
-Run on the H200 (one call compiles, checks and times every variant, prints a compact table):
+Command line (``python -m kernelwright.tuning.moe COMMAND``):
 
-    PYTHONPATH=src python3 scripts/moe_variants.py --out $OUT [--v1 DIR] [--apply PATH]
-    python scripts/moe_variants.py --aot DIR        # CPU: sm_90a compile of every variant
-    ... --only d2,d12,m2 --ts 256,512,1024,2048 --every-t   # any variant at any T (no table applied)
+    sweep --out DIR [--ts 1,7,901] [--only d2,t12] [--every-t] [--budget S] [--previous DIR]
+          [--apply PATH/configs.py] [--smoke]
+        GPU: every selected variant at the T points of its regime (``--every-t``: at every
+        ``--ts`` point), then the fastest correct variant per row of ``RANGES``; with ``--apply``
+        (and every row chosen and validated) that table replaces ``CONFIGS`` in PATH.
+        ``--previous DIR`` also times a previous copy of the solution (its kernel.py, routing.py,
+        gemm.py) eagerly, as it shipped.  ``--smoke``: the plumbing on the CPU (interpreter).
+        Writes DIR/moe_variants.json (rows, chosen, table, validate) and prints a table.
+    aot DIR [--only NAMES | --table]
+        CPU: sm_90a compile of the variants' kernels (``--table``: of the shipped table's rows)
+        with Triton's bundled ptxas; registers, spills, shared memory, MMA kind -> DIR/aot.json.
+    ab-folder OUT --name NAME --set MAX_T:KEY=VALUE,... [--set ...]
+        A copy of the shipped solution under a new name whose configs.py has the given rows
+        changed, for ``kernelwright bench -d moe -s OUT`` beside the shipped one (same run, same
+        routing draws, candidates interleaved per workload).
+    once [--seq-len 7] [--calls 3]
+        GPU: a few eager calls of the shipped solution at one contest T, for a profiler to attach
+        to (``ncu -k regex:_gemm1 -c 1 python -m kernelwright.tuning.moe once --seq-len 7``).
 
-``--v1 DIR`` holds the previous shipped solution's files (kernel.py, routing.py, gemm.py),
-imported as a package, timed eagerly exactly as shipped (the same-method baseline).
-``--apply PATH`` rewrites the table between ``# CONFIGS-BEGIN`` and ``# CONFIGS-END`` of the
-kernel.py at PATH with the fastest correct variant per T range.
+In Python: ``VARIANTS`` (name -> (regime, config)), ``aot(out_dir, variants=None)``,
+``read_table(path)`` / ``write_table(path, table)``, ``ab_folder(out, name, sets)``,
+``config_keys()``.
 
-Every variant runs through ``kernel.run`` (its CUDA-graph cache included) and is timed:
-  ev   the gate's headline: device idle (synchronized) before the start event, one call, end
-       event, L2 flushed (2x its size zeroed) before every iteration, two rotating buffer sets
-       whose routing logits, bias, activations and activation scales get new contents from a
-       pool of 4 draws every iteration; median of N after warm-up (host overhead included);
-  dev  device time of the same calls: the GPU is kept busy (a sleep kernel after the flush)
-       while the host launches, so host time is hidden;
-and checked with the gate's rule (an element fails where |x-y| > 1 and rel > 0.3; matched
-ratio >= 0.9; no non-finite) against the definition's reference on two (set, draw) pairs,
-through the graph path on both sets and the eager path on set 0.
-Output: ``moe_variants.json`` under --out and the table on stdout.
+Timing (``sweep``): every variant runs through ``kernel.run`` (its CUDA-graph cache included)
+  ev   the gate's eager clock: device idle before the start event, one call, end event, L2
+       flushed before every iteration, two rotating buffer sets whose routing logits, bias,
+       activations and activation scales get new contents from a pool of 4 draws every
+       iteration; median of N after warm-up (host launch included);
+  dev  device time of the same calls: the GPU kept busy while the host launches;
+and is checked with the gate's contest rule (an element fails where |x-y| > 1 and rel > 0.3;
+matched ratio >= 0.9; no non-finite) against the definition's reference on two (set, draw)
+pairs, through the graph path on both sets and the eager path on set 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import json
 import math
 import os
 import re
-import statistics
+import runpy
+import shutil
 import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import triton
+
+from kernelwright.tuning.timer import Timer
+
+SHIPPED = Path(__file__).resolve().parents[1] / "solutions" / "moe_fp8_triton"
 
 TS = [1, 7, 16, 32, 57, 80, 901, 11948, 14107]
 WARM, N = 4, 20
@@ -55,13 +76,14 @@ _P = dict(_M, ROUTE_BT=4, BLOCK_M=64)
 
 VARIANTS_T2 = dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4, G2_STAGES=4)
 VARIANTS_T12 = dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=4)
-# the shipped prefill entry with Triton GEMMs (t12p1sm3); the v9 Gluon variants start from it
+# the shipped prefill row with Triton GEMMs (t12p1sm3); the warp-specialised variants start from it
 VARIANTS_T12_SHIPPED = dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G2_SPLIT_M=2, G2_WARPS=4,
                             G2_STAGES=3, G2_PERSIST=3)
-# name -> (regime, config); regime: the T points it is measured at
+# name -> (regime, config); regime: the T points it is measured at (REGIME_TS).  Variants measured
+# and dropped, with their numbers, are in docs/history/moe.md.
 VARIANTS = {
     # decode, BLOCK_M 16 (mma.sync), T <= 256
-    "d0": ("decode", dict(_D)),                                             # v1 GEMM tiles
+    "d0": ("decode", dict(_D)),
     "d1": ("decode", dict(_D, G2_BLOCK_K=128)),
     "d2": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128)),
     "d3": ("decode", dict(_D, QG=32, G1_STAGES=6, G2_BLOCK_K=128)),
@@ -74,36 +96,35 @@ VARIANTS = {
     "d9": ("decode", dict(_D, QG=32, G1_SPLIT_K=4, G1_STAGES=4, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6)),
     "d10": ("decode", dict(_D, G1_BLOCK_K=256, G1_SPLIT_K=2, G2_BLOCK_K=128)),
     "d11": ("decode", dict(_D, QG=32, G1_SPLIT_K=7, G1_STAGES=4, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6)),
-    # mid (T = 901)
-    # v4: the mid range (T = 512-2048) was never measured with the decode tiles; GEMM1 there runs at
-    # 57 % of HBM speed with m2 (344 µs at T = 512 vs 219 µs with d2 at T = 256, same weight bytes).
-    # Grouped M order lets the 2-4 M-blocks of one expert share each weight tile through L2.
+    # the decode tiles in the mid range, with grouped M order: the 2-4 M-blocks of one expert
+    # share each weight tile through L2
     "d12": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_GROUP=4, G2_GROUP=4)),
     "d13": ("decode", dict(_D, BLOCK_M=32, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_GROUP=4, G2_GROUP=4)),
     "d14": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_GROUP=8, G2_GROUP=8)),
-    "m0": ("mid", dict(_M)),                                                # v1 mid entry
+    # mid (T = 901), pointer loads
+    "m0": ("mid", dict(_M)),
     "m1": ("mid", dict(_M, G1_GROUP=8, G2_GROUP=8)),
     "m2": ("mid", dict(_M, BLOCK_M=64, G1_GROUP=8, G2_GROUP=8)),
     "m3": ("mid", dict(_D, BLOCK_M=32, G1_GROUP=8, G2_BLOCK_K=128, G2_GROUP=8)),
     "m4": ("mid", dict(_D, G1_GROUP=8, G2_BLOCK_K=128, G2_GROUP=8)),
-    # prefill (T > 4096), BLOCK_M >= 64 (wgmma)
-    # (4 warps at BLOCK_M 64 spill 96 bytes in sm_90a AOT: left out)
+    # (4 warps at BLOCK_M 64 spill 96 bytes in the sm_90a compile: left out)
     "m6": ("mid", dict(_M, BLOCK_M=64, G1_GROUP=8, G2_GROUP=8, G1_STAGES=4)),
     "m7": ("mid", dict(_M, BLOCK_M=64, QG=64, G1_GROUP=8, G2_GROUP=8)),      # 2x the N tiles of m2
-    "p0": ("prefill", dict(_P)),                                            # v1 prefill entry
+    # prefill (T > 4096), BLOCK_M >= 64 (wgmma), pointer loads
+    "p0": ("prefill", dict(_P)),
     "p1": ("prefill", dict(_P, G1_GROUP=8, G2_GROUP=8)),
     "p2": ("prefill", dict(_P, BLOCK_M=128, QG=64, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
     "p3": ("prefill", dict(_P, G1_GROUP=8, G2_GROUP=8, G2_BLOCK_N=256, G2_STAGES=3)),
     "p4": ("prefill", dict(_P, G1_GROUP=8, G2_GROUP=8, RED_BT=4)),
     "p5": ("prefill", dict(_P, G1_GROUP=8, G1_STAGES=4, G2_GROUP=8)),
-    # (BLOCK_M 128 with QG 128 spills 140 bytes in sm_90a AOT: left out)
+    # (BLOCK_M 128 with QG 128 spills 140 bytes in the sm_90a compile: left out)
     "p7": ("prefill", dict(_P, G1_BLOCK_K=256, G1_STAGES=2, G1_GROUP=8, G2_GROUP=8)),
-    # v4: TMA tile loads (gemm_tma.py) after a gather of A into expert-sorted rows
+    # TMA tile loads (gemm_tma.py) after a gather of A into expert-sorted rows
     "t1": ("prefill", dict(_P, TMA=True, G1_GROUP=8, G2_GROUP=8)),
     "t2": ("prefill", dict(VARIANTS_T2)),
     "t3": ("mid", dict(_M, TMA=True, BLOCK_M=64, G1_GROUP=8, G2_GROUP=8)),
-    # v5: larger M tiles on the TMA path (each weight tile feeds 128 rows: half the L2->SMEM bytes
-    # per FLOP of BLOCK_M 64); the pointer path spilled at BLOCK_M 128 with QG 128
+    # larger M tiles on the TMA path (each weight tile feeds 128 rows: half the L2->SMEM bytes per
+    # FLOP of BLOCK_M 64)
     "t4": ("prefill", dict(_P, TMA=True, BLOCK_M=128, QG=64, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
     "t5": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_GROUP=8, G2_GROUP=8, G1_STAGES=3, G2_STAGES=3)),
     "t6": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_GROUP=8, G2_GROUP=8, G1_STAGES=2, G2_STAGES=3)),
@@ -111,24 +132,18 @@ VARIANTS = {
     # BLOCK_M 128 x QG 128 on 16 warps (4 warpgroups: 64 x 64 of each accumulator apiece)
     "t8": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
     "t9": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_STAGES=4, G1_GROUP=8, G2_WARPS=16, G2_BLOCK_N=256, G2_GROUP=8, G2_STAGES=3)),
-    # around t8 (the fastest at T = 11948 and 14107 in the first v5 call)
     "t10": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_STAGES=4, G1_GROUP=8, G2_GROUP=8, G2_STAGES=3)),
     "t11": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=8, G2_WARPS=16, G2_GROUP=8, G2_STAGES=3)),
     "t12": ("prefill", dict(VARIANTS_T12)),
     "t13": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=4, G2_GROUP=4, G2_STAGES=3)),
     "t14": ("prefill", dict(_P, TMA=True, BLOCK_M=128, G1_WARPS=16, G1_GROUP=16, G2_GROUP=16, G2_STAGES=3)),
-    # v5: persistent tile loops (PERSIST programs per SM stride over the used tiles only; the
-    # bounded grids launch up to 7x more programs than there are used tiles at prefill)
+    # persistent tile loops (PERSIST programs per SM stride over the used tiles only; the bounded
+    # grids launch up to 7x more programs than there are used tiles at prefill)
     "t2p1": ("mid", dict(VARIANTS_T2, PERSIST=1)),
     "t2p2": ("mid", dict(VARIANTS_T2, PERSIST=2)),
     "t12p1": ("prefill", dict(VARIANTS_T12, PERSIST=1)),
     "t12p2": ("prefill", dict(VARIANTS_T12, PERSIST=2)),
-    # the decode entries with persistent GEMMs (at T = 57 the bounded grids launch 1856 GEMM1 and
-    # 6496 GEMM2 programs for about 576 and 2016 used tiles)
-    # the reduce at prefill (162 µs at T = 14107 in the v5 record, 58 % of HBM speed): more tokens and
-    # columns per program (not measured yet)
-    # 2026-11-30: GEMM1 reads its activation scales in row order (the gather writes them), and
-    # GEMM2's stage count
+    # GEMM1 reads its activation scales in row order (the gather writes them)
     "t12p1s": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True)),
     "t2s": ("mid", dict(VARIANTS_T2, A_SCALE_SORTED=True)),
     # GEMM2 on 64-row tiles with one warpgroup: two (three) programs per SM interleave
@@ -144,71 +159,144 @@ VARIANTS = {
     "td1": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=6, G2_BLOCK_N=64, G2_STAGES=6)),
     "td2": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_STAGES=8)),
     "td3": ("decode", dict(_D, TMA=True, A_SCALE_SORTED=True, G1_STAGES=4, G2_BLOCK_N=64, G2_STAGES=4)),
-    # decode: more bytes in flight per GEMM1 program (ncu: 55 % of DRAM peak at T = 7 with d2's
-    # 2 x 36 KB stages in flight); measured in v7 (variants/decode-c1): neither beats d2 at every T
+    # decode: more bytes in flight per GEMM1 program (d2 keeps 2 x 36 KB stages in flight)
     "d2k512": ("decode", dict(_D, G1_BLOCK_K=512, G1_STAGES=3, G2_BLOCK_K=128)),
     "d8k256": ("decode", dict(_D, QG=32, G1_BLOCK_K=256, G1_STAGES=6, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6)),
-    # 2026-11-30 (v7), measured and removed (results/h200/2026-11-30-v7/variants, code at commit cc60f1a):
-    # routing + align in one single-program launch, config key ROUTE_FUSED (d2f, d2f16, d2f4, d8f: from
-    # T = 7 on 1-52 % slower, one CTA routes serially; no gain at T = 1 in a 9-trial gate A/B), and
-    # G2_SKIP_EMPTY (t12p1sm3e: 2-5 % slower at T = 4096-14107).
-    # GEMM1 at T = 7 (ncu, v6): SMs active 65 % of the kernel, 2 programs per SM on about 224 used tiles;
-    # one wider tile per SM (QG 128: 16 N-tiles per expert instead of 32)
+    # decode: one wider GEMM1 tile per SM (QG 128: 16 N-tiles per expert instead of 32)
     "d2q128": ("decode", dict(_D, QG=128, G1_BLOCK_K=128, G1_STAGES=4, G2_BLOCK_K=128)),
     "d2q128k256": ("decode", dict(_D, QG=128, G1_BLOCK_K=256, G1_STAGES=3, G2_BLOCK_K=128)),
-    # v7: split-K GEMM1 on d2's tile, to spread the used tiles' K blocks over more programs (ncu v6 at
-    # T = 7: SMs active 65 % of GEMM1); d10 is the 2-way split
+    # split-K GEMM1 on d2's tile, spreading the used tiles' K blocks over more programs (d10: 2-way)
     "d2sk4": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=4)),
     "d2sk7": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, G1_SPLIT_K=7)),
-    # v8, measured and removed (results/h200/2026-11-30-v8/variants, code at commit 40b5768): GEMM1
-    # in Gluon with one K block's MMAs in flight, config key G1_GLUON: unfused (bf16 Y1, then a
-    # SwiGLU/FP8 kernel; t12u Triton, t12g/t12g4 Gluon) 3-8 % slower than t12p1sm3 (commit 281d175);
-    # fused as two 64-column halves on 8 warps (t12gf, t12gf3, t12gf5) 7-10 % slower at prefill;
-    # at BLOCK_M 64 (t2s4gf, t2s4gf3) 2-6 % less device time at T = 901-2048 but no gain through the
-    # gate (ab/moe-ab-gluon-table-sweep: 523 against 514 µs at T = 512-2048).
+    # prefill: GEMM2 stages and the reduce's tile
     "t12p1g3": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=3)),
     "t12p1g5": ("prefill", dict(VARIANTS_T12, PERSIST=1, G2_STAGES=5)),
     "t12p1r1": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4)),
     "t12p1r2": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=2, RED_BH=2048, RED_WARPS=8)),
     "t12p1r3": ("prefill", dict(VARIANTS_T12, PERSIST=1, RED_BT=4, RED_BH=512, RED_WARPS=4)),
-    # (GEMM1 d2: 111 KB of shared memory, 2 programs per SM; d8: 72 KB, 3; GEMM2: 31 KB, up to 7)
+    # decode with persistent GEMMs (GEMM1 d2: 111 KB of shared memory, 2 programs per SM; d8:
+    # 72 KB, 3; GEMM2: 31 KB, up to 7)
     "d2p2": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, PERSIST=2)),
     "d2p2g6": ("decode", dict(_D, G1_BLOCK_K=256, G2_BLOCK_K=128, PERSIST=2, G2_PERSIST=6)),
     "d8p3": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3)),
     "d8p3g6": ("decode", dict(_D, QG=32, G1_STAGES=8, G2_BLOCK_N=32, G2_BLOCK_K=128, G2_STAGES=6, PERSIST=3,
                               G2_PERSIST=6)),
-    # v9: GEMM1 warp-specialised in Gluon (config key G1_WS, gemm_ws.py) on the shipped prefill entry
+    # GEMM1 warp-specialised in Gluon (G1_WS, gemm_ws.py) on the shipped prefill row
     "t12ws": ("prefill", dict(VARIANTS_T12_SHIPPED, G1_WS=True, G1_WS_STAGES=4)),
     "t12ws3": ("prefill", dict(VARIANTS_T12_SHIPPED, G1_WS=True, G1_WS_STAGES=3)),
     "t12ws16": ("prefill", dict(VARIANTS_T12_SHIPPED, G1_WS=True, G1_WS_STAGES=4, G1_GROUP=16)),
-    # v9: GEMM2 warp-specialised too (config key G2_WS: 128 x 128 tiles, two product sets per consumer
-    # warpgroup, G2_WS_GROUP K blocks per unrolled group, G2_WS_STAGES stages).  (The ws-c1 and ws2-c1
-    # records name the Gluon kernels' stage counts G1_STAGES / G2_STAGES: the keys were split after them.)
+    # GEMM2 warp-specialised too (G2_WS: 128 x 128 tiles, two product sets per consumer warpgroup,
+    # G2_WS_GROUP K blocks per unrolled group, G2_WS_STAGES stages)
     "t12ws2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
                                G2_WS_STAGES=5, G2_WS_GROUP=4)),
     "t12ws2s4": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
                                  G2_WS_STAGES=4, G2_WS_GROUP=4)),
     "t12ws2k2": ("prefill", dict(VARIANTS_T12, PERSIST=1, A_SCALE_SORTED=True, G1_WS=True, G2_WS=True,
                                  G2_WS_STAGES=6, G2_WS_GROUP=2)),
-    # v9, measured and removed (results/h200/2026-11-30-v9/variants/reduce-c1, code at commit 9dc15a1): the
-    # reduce as a persistent token loop, software-pipelined (RED_PERSIST, RED_STAGES; t12ws2r4, t12ws2r8,
-    # t12ws2r4t2): 7-11 % slower at T = 4096-14107.
-    # v9, measured and removed (results/h200/2026-11-30-v9/variants/pdl-c1, code at commit 88132a1):
-    # programmatic dependent launch between the call's kernels, config key PDL (d10pdl, t2s4pdl,
-    # t12p1sm3pdl): 0.2-2 µs less device time at decode, 5.7 % more at prefill.
 }
 REGIME_TS = {"decode": [1, 7, 16, 32, 57, 80], "mid": [901], "prefill": [11948, 14107]}
-# rows of the shipped table: (max T, regime, T points that pick its config)
+# rows of the table a sweep chooses: (max T, regime, T points that pick its config)
 RANGES = [(1, "decode", [1]), (16, "decode", [7, 16]), (48, "decode", [32]),
           (256, "decode", [57, 80]), (2048, "mid", [901]), (None, "prefill", [11948, 14107])]
+# (T, local expert offset) points between the measured ones where a chosen table is validated
 VALIDATE = [(3, 0), (11, 224), (40, 160), (70, 32), (300, 64), (2000, 192), (6000, 96)]
 SMALL = ("routing_logits", "routing_bias", "hidden_states", "hidden_states_scale")
 
 
+# ------------------------------------------------------------------------------- the table
+def literal(table) -> str:
+    """``CONFIGS = (...)`` source for ``table`` ((max T, config) rows), lines under 100 chars."""
+    lines = ["CONFIGS = ("]
+    for max_t, cfg in table:
+        head = f"    ({max_t!r}, dict("
+        line, pad = head, " " * len(head)
+        for i, k in enumerate(cfg):
+            item = f"{k}={cfg[k]!r}" + (", " if i < len(cfg) - 1 else ")),")
+            if len(line) + len(item.rstrip()) > 99:
+                lines.append(line.rstrip())
+                line = pad
+            line += item
+        lines.append(line)
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def read_table(path=SHIPPED / "configs.py") -> tuple:
+    """The ``CONFIGS`` table of the configs.py at ``path`` (a data-only module: run, not
+    imported, so no Triton is loaded)."""
+    return runpy.run_path(str(path))["CONFIGS"]
+
+
+def write_table(path, table) -> None:
+    """Replace the ``CONFIGS = (...)`` assignment of the configs.py at ``path`` by ``table``; the
+    docstring and everything else in the file stay."""
+    text = Path(path).read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.Assign)
+                and [getattr(t, "id", None) for t in n.targets] == ["CONFIGS"])
+    lines = text.splitlines(keepends=True)
+    Path(path).write_text("".join(lines[:node.lineno - 1]) + literal(table) + "\n"
+                          + "".join(lines[node.end_lineno:]))
+
+
+def config_keys() -> set:
+    """Every config key the shipped kernel.py reads (``cfg["KEY"]`` or ``cfg.get("KEY"``): run()
+    ignores unknown keys, so a misspelt key would otherwise measure the shipped config twice."""
+    text = (SHIPPED / "kernel.py").read_text()
+    return set(re.findall(r'cfg(?:\.get\(|\[)"([A-Z0-9_]+)"', text)) | set(    # + _persistent_grid's key
+        re.findall(r'_persistent_grid\([^)]*"([A-Z0-9_]+)"\)', text))
+
+
+def parse_set(text: str) -> Tuple[Optional[int], dict]:
+    """'256:G1_BLOCK_K=512,G1_STAGES=3' -> (256, {'G1_BLOCK_K': 512, 'G1_STAGES': 3}).
+    Raises ValueError."""
+    head, _, body = text.partition(":")
+    if not body:
+        raise ValueError(f"--set {text!r}: expected MAX_T:KEY=VALUE,...")
+    max_t = None if head.strip() == "None" else int(head)
+    changes = {}
+    for item in body.split(","):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"--set {text!r}: {item!r} is not KEY=VALUE")
+        try:
+            changes[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--set {text!r}: {value.strip()!r} is not a Python literal") from None
+    return max_t, changes
+
+
+def ab_folder(out: Path, name: str, sets: List[Tuple[Optional[int], dict]], description: str = "") -> tuple:
+    """Write a copy of the shipped solution to ``out`` (replaced if it exists) named ``name``,
+    whose configs.py has the rows of ``sets`` ((max T, changes)) updated; returns its table.
+    Raises ValueError for an unknown key or a max T that no row has."""
+    unknown_keys = sorted({k for _, changes in sets for k in changes} - config_keys())
+    if unknown_keys:
+        raise ValueError(f"unknown config key(s) {unknown_keys}; kernel.py reads {sorted(config_keys())}")
+    shipped = read_table()
+    known = [max_t for max_t, _ in shipped]
+    missing = [t for t, _ in sets if t not in known]
+    if missing:
+        raise ValueError(f"no table entry with max T {missing}; entries: {sorted(known, key=str)}")
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(SHIPPED, out, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["name"] = name
+    manifest["description"] = f"A/B copy of {SHIPPED.name} (kernelwright.tuning.moe ab-folder): {description}"
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    table = tuple((max_t, dict(cfg, **{k: v for mt, s in sets if mt == max_t for k, v in s.items()}))
+                  for max_t, cfg in shipped)
+    write_table(out / "configs.py", table)
+    return table
+
+
 # ------------------------------------------------------------------------------- AOT (CPU)
-def aot(out_dir: str) -> None:
-    """Compile every variant's GEMM kernels (and the other kernels once) for sm_90a with
-    Triton's bundled ptxas; print registers, spills, shared memory and the MMA kind."""
+def aot(out_dir: str, variants: Optional[Dict[str, Tuple[str, dict]]] = None) -> List[dict]:
+    """Compile the GEMM kernels of every variant (default: ``VARIANTS``; the other kernels once
+    per distinct constexpr set) for sm_90a with Triton's bundled ptxas, no GPU needed.  Prints and
+    returns one dict per kernel (tag, shared memory, registers, spilled bytes, MMA kind, barriers,
+    wgmma waits, compile seconds) and writes them to ``out_dir/aot.json``."""
     import subprocess
 
     from triton.backends.compiler import GPUTarget
@@ -248,7 +336,7 @@ def aot(out_dir: str) -> None:
         results.append(res)
         print(json.dumps(res), flush=True)
 
-    for name, (_, cfg) in VARIANTS.items():
+    for name, (_, cfg) in (VARIANTS if variants is None else variants).items():
         bm, qg = cfg["BLOCK_M"], cfg["QG"]
         split = int(cfg.get("G1_SPLIT_K", 1))
         if cfg.get("TMA"):
@@ -357,45 +445,12 @@ def aot(out_dir: str) -> None:
     bad = [r for r in results if r["spill"] or r["smem"] > 227 * 1024
            or (r["tag"].startswith(("g1_", "g2_")) and r["mma"] == "none")]   # the GEMMs need tensor cores
     print("AOT", len(results), "kernels;", "problems:", bad)
+    return results
 
 
 # ------------------------------------------------------------------------------- GPU sweep
 DEV = torch.device("cuda")
-
-
 SMOKE = False   # --smoke: plumbing check on the CPU (interpreter, quick sizes, a few variants)
-
-
-class Timer:
-    def __init__(self):
-        if SMOKE:
-            return
-        l2 = int(getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 64 << 20))
-        self.flush_buf = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
-
-    def loop(self, call, prep, busy, warm=WARM, n=N):
-        if SMOKE:
-            prep(0)
-            t = time.perf_counter()
-            call(0)
-            return (time.perf_counter() - t) * 1e6
-        times = []
-        for i in range(warm + n):
-            prep(i)
-            self.flush_buf.zero_()
-            if busy:
-                torch.cuda._sleep(1_000_000)      # ~0.5 ms of GPU work ahead of the start event
-            else:
-                torch.cuda.synchronize()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            call(i)
-            end.record()
-            torch.cuda.synchronize()
-            if i >= warm:
-                times.append(start.elapsed_time(end) * 1e3)
-        return statistics.median(times)
 
 
 class Case:
@@ -463,8 +518,8 @@ class _CompileOnly:
 
 def _launched_kernels(module):
     """The JIT functions a host module launches: every one named like a kernel.  Derived, not
-    listed, so a new kernel cannot be left out (one left out runs for real on block tables that the
-    compile-only align kernel never filled: an illegal address in the v8 unfused call).  Helpers
+    listed, so a new kernel cannot be left out (one left out would run for real on block tables
+    that the compile-only align kernel never filled: an illegal address).  Helpers
     (``@jit`` functions called from kernels) keep their names, so the kernels still compile."""
     from triton.runtime.jit import JITFunction
 
@@ -472,14 +527,16 @@ def _launched_kernels(module):
                  if isinstance(o, JITFunction) and n.endswith(("_kernel", "_epilogue")))
 
 
-def precompile(K, cases, v1):
-    """Compile every variant (and v1) up front, in parallel threads (Triton's async compile)."""
-    from kernelwright.solutions.moe_fp8_triton import routing as KR
+def precompile(moe_kernel, cases, previous):
+    """Compile every variant (and the previous solution's kernels) up front, in parallel threads
+    (Triton's async compile)."""
+    from kernelwright.solutions.moe_fp8_triton import routing as moe_routing
 
     t = time.time()
-    mods = [(m, _launched_kernels(m)) for m in (K, KR)]
-    if v1 is not None:
-        mods += [(m, _launched_kernels(m)) for m in (v1, sys.modules[v1.__name__.rsplit(".", 1)[0] + ".routing"])]
+    mods = [(m, _launched_kernels(m)) for m in (moe_kernel, moe_routing)]
+    if previous is not None:
+        routing = sys.modules[previous.__name__.rsplit(".", 1)[0] + ".routing"]
+        mods += [(m, _launched_kernels(m)) for m in (previous, routing)]
     saved = [(m, n, getattr(m, n)) for m, names in mods for n in names]
     for m, n, f in saved:
         setattr(m, n, _CompileOnly(f))
@@ -492,84 +549,40 @@ def precompile(K, cases, v1):
                 if case is None:
                     continue
                 try:
-                    K._forward(**case.sets[0], output=case.outs[0], cfg=K_normalize(K, cfg, case))
+                    moe_kernel._forward(**case.sets[0], output=case.outs[0], cfg=normalized_config(moe_kernel, cfg, case))
                     jobs += 1
                 except Exception as exc:
                     print("precompile", name, exc, flush=True)
-            if v1 is not None:
+            if previous is not None:
                 for T in {1, 901, 14107} & set(cases):
                     try:
-                        v1.run(**cases[T].sets[0], output=cases[T].outs[0])
+                        previous.run(**cases[T].sets[0], output=cases[T].outs[0])
                         jobs += 1
                     except Exception as exc:
-                        print("precompile v1", T, exc, flush=True)
+                        print("precompile previous", T, exc, flush=True)
     finally:
         for m, n, f in saved:
             setattr(m, n, f)
     print(f"precompiled {jobs} configurations in {time.time() - t:.1f} s", flush=True)
 
 
-def K_normalize(K, cfg, case):
+def normalized_config(moe_kernel, cfg, case):
     """The config as run() normalises it (K-step clamps), for direct _forward calls."""
     cfg = dict(cfg)
     H = case.sets[0]["hidden_states"].shape[1]
     I = case.sets[0]["gemm2_weights"].shape[2]
     if cfg["G1_BLOCK_K"] >= 128:
-        cfg["G1_BLOCK_K"] = K._largest_divisor_tile(H, cfg["G1_BLOCK_K"])
-    cfg["G2_BLOCK_K"] = max(cfg["QG"], K._largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
-    cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))     # as run() fills it in (the v4 precompile missed it)
+        cfg["G1_BLOCK_K"] = moe_kernel._largest_divisor_tile(H, cfg["G1_BLOCK_K"])
+    cfg["G2_BLOCK_K"] = max(cfg["QG"], moe_kernel._largest_divisor_tile(I, cfg["G2_BLOCK_K"]))
+    cfg["G1_SPLIT_K"] = int(cfg.get("G1_SPLIT_K", 1))     # as run() fills it in
     return cfg
 
 
-def literal(table) -> str:
-    lines = ["_CONFIGS = ("]
-    for max_t, cfg in table:
-        head = f"    ({max_t!r}, dict("
-        line, pad = head, " " * len(head)
-        for i, k in enumerate(cfg):
-            item = f"{k}={cfg[k]!r}" + (", " if i < len(cfg) - 1 else ")),")
-            if len(line) + len(item.rstrip()) > 99:
-                lines.append(line.rstrip())
-                line = pad
-            line += item
-        lines.append(line)
-    lines.append(")")
-    return "\n".join(lines)
-
-
-def apply_table(path, table):
-    text = Path(path).read_text()
-    a = text.index("# CONFIGS-BEGIN")
-    b = text.index("# CONFIGS-END")
-    head = text[:a] + text[a:].split("\n", 1)[0] + "\n"
-    body = "# measured by scripts/moe_variants.py on the H200 (fastest correct variant per range)\n"
-    Path(path).write_text(head + body + literal(table) + "\n" + text[b:])
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="/tmp/moe-variants")
-    ap.add_argument("--v1", default=None)
-    ap.add_argument("--apply", default=None)
-    ap.add_argument("--aot", default=None)
-    ap.add_argument("--budget", type=float, default=240.0)
-    ap.add_argument("--ts", default=None, help="comma-separated T subset")
-    ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter)")
-    ap.add_argument("--only", default=None, help="comma-separated variant names (default: all)")
-    ap.add_argument("--every-t", action="store_true",
-                    help="measure every selected variant at every --ts point, not only at its regime's points "
-                         "(T values without a contest workload get one: the T=57 workload with seq_len changed)")
-    args = ap.parse_args()
+def sweep(args) -> None:
+    """The ``sweep`` command (see the module docstring)."""
     global DEV, SMOKE, TS, VARIANTS, REGIME_TS, RANGES, VALIDATE
     if args.only:
-        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = [n for n in wanted if n not in VARIANTS]
-        if unknown:
-            sys.exit(f"unknown variant(s) {unknown}; known: {sorted(VARIANTS)}")
-        VARIANTS = {n: VARIANTS[n] for n in wanted}
-    if args.aot:
-        aot(args.aot)
-        return
+        VARIANTS = _selected(args.only)
     if args.smoke:
         DEV, SMOKE = torch.device("cpu"), True
         TS = [3, 5, 20]
@@ -581,7 +594,7 @@ def main():
         VALIDATE = [(2, 0), (9, 32)]
     t0 = time.time()
     from kernelwright.definitions import get
-    from kernelwright.solutions.moe_fp8_triton import kernel as K
+    from kernelwright.solutions.moe_fp8_triton import kernel as moe_kernel
 
     print(torch.cuda.get_device_name() if not SMOKE else "cpu", "torch", torch.__version__,
           "triton", triton.__version__, flush=True)
@@ -598,10 +611,10 @@ def main():
                 wls[T] = wls[57].model_copy(update={"axes": {"seq_len": T}})
     cases = {T: Case(builtin, wls[T]) for T in ts}
     print(f"inputs + references ready at {time.time() - t0:.1f} s", flush=True)
-    v1 = load_pkg(args.v1, "moe_v1") if args.v1 else None
+    previous = load_pkg(args.previous, "moe_previous") if args.previous else None
     if not SMOKE:
-        precompile(K, cases, v1)
-    timer = Timer()
+        precompile(moe_kernel, cases, previous)
+    timer = Timer(DEV, SMOKE)
     rows = []
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -613,16 +626,16 @@ def main():
         case = cases[T]
         row = {"T": T, "variant": name}
         try:
-            call = lambda i: K.run(**case.sets[i % 2], output=case.outs[i % 2], config=cfg)
-            row["ev"] = timer.loop(call, case.prep, busy=False)
+            call = lambda i: moe_kernel.run(**case.sets[i % 2], output=case.outs[i % 2], config=cfg)
+            row["ev"] = timer.loop(call, case.prep, busy=False, warm=WARM, n=N)
             row["dev"] = timer.loop(call, case.prep, busy=True, warm=1, n=12)
             m = []
             for s in (0, 1):
                 case.prep_set(s, s)
-                K.run(**case.sets[s], output=case.outs[s], config=cfg)       # graph replay
+                moe_kernel.run(**case.sets[s], output=case.outs[s], config=cfg)       # graph replay
                 m.append(case.check(s))
             case.prep_set(0, 0)
-            K.run(**case.sets[0], output=case.outs[0], config=cfg, graph=False)
+            moe_kernel.run(**case.sets[0], output=case.outs[0], config=cfg, graph=False)
             m.append(case.check(0))
             row["matched"] = min(m)
         except Exception as exc:
@@ -630,25 +643,25 @@ def main():
             traceback.print_exc(limit=4)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        K._graphs.clear()
+        moe_kernel._graphs.clear()
         return row
 
-    # v1 exactly as shipped (eager) and the v2 default table, at every T
+    # the previous solution exactly as it shipped (eager) and the shipped table, at every T
     for T in ts:
         case = cases[T]
-        if v1 is not None:
-            row = {"T": T, "variant": "v1-eager"}
+        if previous is not None:
+            row = {"T": T, "variant": "previous-eager"}
             try:
-                row["ev"] = timer.loop(lambda i: v1.run(**case.sets[i % 2], output=case.outs[i % 2]),
-                                       case.prep, busy=False)
+                row["ev"] = timer.loop(lambda i: previous.run(**case.sets[i % 2], output=case.outs[i % 2]),
+                                       case.prep, busy=False, warm=WARM, n=N)
             except Exception as exc:
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
             rows.append(row)
             print(json.dumps(row), flush=True)
-        row = {"T": T, "variant": "v2-default-eager"}
+        row = {"T": T, "variant": "shipped-eager"}
         try:
-            row["ev"] = timer.loop(lambda i: K.run(**case.sets[i % 2], output=case.outs[i % 2],
-                                                   graph=False), case.prep, busy=False)
+            row["ev"] = timer.loop(lambda i: moe_kernel.run(**case.sets[i % 2], output=case.outs[i % 2],
+                                                   graph=False), case.prep, busy=False, warm=WARM, n=N)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         rows.append(row)
@@ -695,9 +708,11 @@ def main():
     # contents) and eager, against the reference
     valid = {}
     if merged and len(chosen) == len(RANGES):
-        saved = K._CONFIGS
-        K._CONFIGS = tuple(merged)
-        K._graphs.clear()
+        from kernelwright.solutions.moe_fp8_triton import configs
+
+        saved = configs.CONFIGS
+        configs.CONFIGS = tuple(merged)
+        moe_kernel._graphs.clear()
         template = wls[57]
         for T, off in VALIDATE:
             if time.time() - t0 > args.budget + 40:
@@ -713,24 +728,24 @@ def main():
                     case.prep_set(0, s_)
                     if s_ == 1:
                         case.refs[0] = builtin.reference(**case.sets[0]).float()
-                    K.run(**case.sets[0], output=case.outs[0])          # eager+capture, replay
+                    moe_kernel.run(**case.sets[0], output=case.outs[0])          # eager+capture, replay
                     m.append(case.check(0))
                 case.prep_set(1, 1)
-                K.run(**case.sets[1], output=case.outs[1], graph=False)
+                moe_kernel.run(**case.sets[1], output=case.outs[1], graph=False)
                 m.append(case.check(1))
                 valid[T] = min(m)
             except Exception as exc:
                 valid[T] = f"{type(exc).__name__}: {str(exc)[:200]}"
                 traceback.print_exc(limit=4)
             print("validate", T, off, valid[T], flush=True)
-            K._graphs.clear()
-        K._CONFIGS = saved
+            moe_kernel._graphs.clear()
+        configs.CONFIGS = saved
     passed = bool(valid) and all(isinstance(v, float) and v >= 0.93 for v in valid.values()
                                  if v != "skipped (time)")
     summary = {"chosen": chosen, "table": merged, "validate": valid, "rows": rows}
     (out / "moe_variants.json").write_text(json.dumps(summary, indent=1))
     if args.apply and merged and len(chosen) == len(RANGES) and passed:
-        apply_table(args.apply, merged)
+        write_table(args.apply, merged)
         print("applied to", args.apply, chosen, flush=True)
     else:
         print("NOT applied", chosen, valid, flush=True)
@@ -744,5 +759,92 @@ def main():
     print("chosen:", chosen, f"total {time.time() - t0:.0f} s", flush=True)
 
 
+def _selected(only: str) -> Dict[str, Tuple[str, dict]]:
+    wanted = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in VARIANTS]
+    if unknown:
+        sys.exit(f"unknown variant(s) {unknown}; known: {sorted(VARIANTS)}")
+    return {n: VARIANTS[n] for n in wanted}
+
+
+# ------------------------------------------------------------------------------- once (profiler)
+def profile_once(seq_len: int, calls: int) -> float:
+    """``calls`` eager calls of the shipped solution on the contest workload with this seq_len,
+    inputs drawn by the gate's own generator; returns the last call's device time (µs, CUDA
+    events).  Raises ValueError when no contest workload has that seq_len."""
+    from kernelwright import definitions
+    from kernelwright.gate import fresh
+    from kernelwright.solutions.moe_fp8_triton import kernel as moe_kernel
+
+    d = definitions.get("moe")
+    w = next((w for w in d.public_workloads() if w.axes["seq_len"] == seq_len), None)
+    if w is None:
+        raise ValueError(f"no contest workload with seq_len={seq_len}")
+    dev = torch.device("cuda")
+    ins = fresh.expand(d, w, 1234 + seq_len, dev)
+    out = torch.empty((seq_len, 7168), dtype=torch.bfloat16, device=dev)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(calls):
+        start.record()
+        moe_kernel.run(**ins, output=out, graph=False)
+        end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3
+
+
+# ------------------------------------------------------------------------------- command line
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernelwright.tuning.moe",
+                                 description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    sw = sub.add_parser("sweep", help="GPU: measure variants, choose a table (--apply: write it)")
+    sw.add_argument("--out", default="/tmp/moe-variants")
+    sw.add_argument("--previous", default=None, help="folder with a previous copy of the solution, timed eagerly")
+    sw.add_argument("--apply", default=None, help="configs.py whose CONFIGS the chosen table replaces")
+    sw.add_argument("--budget", type=float, default=240.0, help="seconds; variants past it are skipped")
+    sw.add_argument("--ts", default=None, help="comma-separated T subset")
+    sw.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter)")
+    sw.add_argument("--only", default=None, help="comma-separated variant names (default: all)")
+    sw.add_argument("--every-t", action="store_true",
+                    help="measure every selected variant at every --ts point, not only at its regime's points "
+                         "(T values without a contest workload get one: the T=57 workload with seq_len changed)")
+    ao = sub.add_parser("aot", help="CPU: sm_90a compile of the variants' kernels")
+    ao.add_argument("out_dir")
+    pick = ao.add_mutually_exclusive_group()
+    pick.add_argument("--only", default=None, help="comma-separated variant names (default: all)")
+    pick.add_argument("--table", action="store_true", help="the shipped table's rows instead of VARIANTS")
+    ab = sub.add_parser("ab-folder", help="a copy of the shipped solution with some table rows changed")
+    ab.add_argument("out", type=Path, help="folder to write (replaced if it exists)")
+    ab.add_argument("--name", required=True, help="solution name of the copy")
+    ab.add_argument("--set", action="append", default=[], metavar="MAX_T:KEY=VALUE,...",
+                    help='update the row whose max T is MAX_T ("None": the last row); values are Python literals')
+    once = sub.add_parser("once", help="GPU: a few eager calls at one contest T, for a profiler")
+    once.add_argument("--seq-len", type=int, default=7, help="a contest workload's seq_len (T)")
+    once.add_argument("--calls", type=int, default=3, help="eager calls (the first compiles)")
+    args = ap.parse_args(argv)
+
+    if args.command == "sweep":
+        sweep(args)
+    elif args.command == "aot":
+        if args.table:
+            variants = {f"entry{n}": ("x", dict(cfg)) for n, (_, cfg) in enumerate(read_table())}
+        else:
+            variants = _selected(args.only) if args.only else VARIANTS
+        aot(args.out_dir, variants)
+    elif args.command == "ab-folder":
+        try:
+            table = ab_folder(args.out, args.name, [parse_set(s) for s in args.set], "; ".join(args.set))
+        except ValueError as exc:
+            sys.exit(f"error: {exc}")
+        print(json.dumps({"name": args.name, "sets": args.set, "table": table}))
+    else:
+        try:
+            us = profile_once(args.seq_len, args.calls)
+        except ValueError as exc:
+            sys.exit(str(exc))
+        print(f"T={args.seq_len}: last eager call {us:.1f} µs")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,10 +1,10 @@
 """Does Gluon's ``warp_specialize`` move registers between partitions on sm_90 (``setmaxnreg``)?
-docs/next-steps.md, item 2: a DeepGEMM-style GEMM1 (a TMA producer warpgroup that gives its
+A DeepGEMM-style GEMM1 (a TMA producer warpgroup that gives its
 registers to two consumer warpgroups) needs it.  CPU only: compiles a minimal warp-specialised
 kernel (a default partition of 8 warps, one 4-warp worker asking for 40 registers) for sm_90a with
 Triton's own toolchain and prints the ``setmaxnreg`` instructions of its LLVM IR and PTX.
 
-    python scripts/gluon_ws_regs_probe.py
+    python experiments/gluon_ws_regs_probe.py
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The MoE's GEMM1 tile (up and gate accumulators, 128-K block-scale promotion, SwiGLU epilogue)
 in Gluon with one K block's MMAs in flight while the previous block is promoted, against the same
-tile in plain Triton.  A probe for docs/next-steps.md item 1; no solution uses it.
+tile in plain Triton.  A probe for the MoE prefill GEMMs (docs/history/moe.md); no solution uses it.
 
 Why a separate probe: the dense Gluon tile of ``gluon_blockscale_probe.py`` beat Triton at the
 GEMM1 shape once its K loop was a runtime loop over groups of K blocks (v7 record), but the MoE's
@@ -16,8 +16,8 @@ and [I, 2I) the gate half (the definition's layout); C [M, I] bf16 = silu(gate) 
 Also the warp-specialised form (``gluon-ws`` rows, ``swiglu_gemm1_gluon_ws``): a TMA producer
 warpgroup and two consumer warpgroups that receive its registers (setmaxnreg), at BLOCK_N = 128.
 
-    python scripts/gluon_swiglu_probe.py --aot      # CPU: sm_90a compile, registers, waits, code size
-    python scripts/gluon_swiglu_probe.py            # GPU: correctness vs torch, then timing
+    python experiments/gluon_swiglu_probe.py --aot      # CPU: sm_90a compile, registers, waits, code size
+    python experiments/gluon_swiglu_probe.py            # GPU: correctness vs torch, then timing
 """
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def swiglu_gemm1_triton(a_desc, w_desc, a_scale_ptr, w_scale_ptr, c_ptr, M, I, K
     tl.store(c_ptr + rows.to(tl.int64)[:, None] * I + cols[None, :], c.to(tl.bfloat16), mask=(rows < M)[:, None])
 
 
-# Warp-specialised form (DeepGEMM's structure, docs/next-steps.md item 2): a producer warpgroup
+# Warp-specialised form (DeepGEMM's structure): a producer warpgroup
 # issues the TMA loads and gives its registers away (setmaxnreg: 40 a thread), and the 8-warp
 # default partition (two consumer warpgroups, 64 rows each, up to 232 registers) runs the MMAs.
 # Each consumer holds the up and gate accumulators of 128 columns (128 registers) and one product

@@ -5,7 +5,7 @@ spends time that the gate's own graph replay does not (docs/gate.md, "Still open
 re-implemented here piece by piece (``_graph_key``, the LRU, ``replay``) so each piece is timed;
 misses go through the shipped ``run``.
 
-Usage: python scripts/moe_host_probe.py OUT_DIR   then
+Usage: python experiments/moe_host_probe.py OUT_DIR   then
        kernelwright bench -d moe --no-shipped -s OUT_DIR -w 0,1 --trials 1
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-PROBE = '''"""Diagnostic wrapper around kernel.run (scripts/moe_host_probe.py): times each piece of the
+PROBE = '''"""Diagnostic wrapper around kernel.run (experiments/moe_host_probe.py): times each piece of the
 graph-cache hit path separately (is_current_stream_capturing, key, lookup, replay), then the key
 again and a fixed pure-Python loop (warm-cache and CPU-speed references).  First of all, one
 candidate piece in turn (the shipped key, leaner keys, object ids, the capture check through
@@ -118,7 +118,7 @@ def run(*args, **kwargs):
 
 def main() -> None:
     if len(sys.argv) != 2:
-        sys.exit("usage: python scripts/moe_host_probe.py OUT_DIR")
+        sys.exit("usage: python experiments/moe_host_probe.py OUT_DIR")
     src = Path(__file__).resolve().parents[1] / "src/kernelwright/solutions/moe_fp8_triton"
     out = Path(sys.argv[1])
     if out.exists():

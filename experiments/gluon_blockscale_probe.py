@@ -1,5 +1,5 @@
 """Can a block-scaled FP8 GEMM keep the next wgmma in flight while it promotes the previous one?
-(Prototype for the MoE prefill GEMMs, docs/kernels/moe.md v5 "Next"; not used by any solution.)
+(Prototype for the MoE prefill GEMMs, docs/history/moe.md, v5 "Next"; not used by any solution.)
 
 Triton 3.6 compiles ``acc += tl.dot(a, b) * scale`` to ``wgmma.wait_group 0`` after every 128-K
 block, so the tensor cores idle while the fp32 promotion runs.  This Gluon kernel issues the MMA of
@@ -24,8 +24,8 @@ in-flight product, `prev = cur`, drew an injected wait, C7517), and an unrolled 
 constexpr; with a runtime loop, the product in flight across the back edge drew C7514, every
 wgmma serialised).  Correctness and speed are for the GPU run below.
 
-    python scripts/gluon_blockscale_probe.py --aot        # CPU: sm_90a compile, registers, waits
-    python scripts/gluon_blockscale_probe.py               # GPU: correctness vs torch, then timing
+    python experiments/gluon_blockscale_probe.py --aot        # CPU: sm_90a compile, registers, waits
+    python experiments/gluon_blockscale_probe.py               # GPU: correctness vs torch, then timing
                                                            # against the same tile in plain Triton
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ in four process states, in this order: fresh; after one CUPTI activity window (e
 disable: what the gate's kernel clock does per workload); after ``cupti.finalize()``; after one
 torch-profiler session (kineto).  Prints a table and writes JSON to $OUT/launch_overhead.json.
 
-Usage (H200): python scripts/launch_overhead.py [--iters 40] [--no-moe]
+Usage (H200): python experiments/launch_overhead.py [--iters 40] [--no-moe]
 """
 from __future__ import annotations
 

@@ -1,11 +1,16 @@
-"""DSA indexer and sparse-attention variants on one CUDA device: correctness and gate-style timing.
+"""Tuning harness of the shipped DSA indexer and sparse-attention kernels
+(``solutions/dsa_indexer_triton``, ``solutions/dsa_attention_triton``) on one CUDA device: their
+launch modes and split/fuse configurations at contest shapes, checked and timed the gate's way.
 
 Run on the H200 (one call checks and times every variant, then prints a compact table):
 
-    PYTHONPATH=src python3 scripts/dsa_variants.py --out $OUT [--v1 DIR] [--budget 150]
+    python -m kernelwright.tuning.dsa --out DIR [--only attn,idx] [--budget 150] [--previous DIR]
+    python -m kernelwright.tuning.dsa --smoke --out DIR       # the plumbing on the CPU (interpreter)
 
-``--v1 DIR`` holds the previous shipped kernels as ``attn_v1.py`` / ``idx_v1.py`` (plain copies of
-their ``kernel.py``) for a same-method comparison.
+``--previous DIR`` holds earlier copies of the kernels as ``attention.py`` / ``indexer.py`` (plain
+copies of their ``kernel.py``), timed the same way for a same-method comparison.  The harness
+drives the shipped kernels' internals (``_launch``, ``_split_config``, ``_fused_config``, the
+launch cache's ``LAUNCH`` mode), so it follows them when they change.
 
 Every variant is checked with the gate's rules (indexer: valid, distinct ids of the row, -1 after
 min(topk, seq_len), sorted scores within atol = rtol = 1e-2; attention: elementwise
@@ -30,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import statistics
 import sys
 import time
 import traceback
@@ -43,9 +47,10 @@ import triton
 from kernelwright.definitions import get as get_definition
 from kernelwright.definitions.dsa_indexer import reference as idx_reference
 from kernelwright.inputs import make_generator
-from kernelwright.solutions.dsa_attention_triton import kernel as A
-from kernelwright.solutions.dsa_indexer_triton import kernel as I
+from kernelwright.solutions.dsa_attention_triton import kernel as attention_kernel
+from kernelwright.solutions.dsa_indexer_triton import kernel as indexer_kernel
 from kernelwright.trace import RandomInput, Workload
+from kernelwright.tuning.timer import Timer
 
 DEV = torch.device("cuda")
 SMOKE = False  # --smoke: plumbing check on the CPU (interpreter), one call per timing
@@ -71,54 +76,26 @@ WARM_GR, N_GR = 3, 20
 
 
 # ------------------------------------------------------------------------------- timing
-class Timer:
-    def __init__(self):
-        if SMOKE:
-            return
-        l2 = int(getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 64 << 20))
-        self.flush_buf = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
-
-    def _loop(self, call, prep, warm, n, busy):
-        if SMOKE:
-            prep(0)
-            t = time.perf_counter()
-            call(0)
-            return (time.perf_counter() - t) * 1e6
-        times = []
-        for i in range(warm + n):
-            prep(i)
-            self.flush_buf.zero_()
-            if busy:
-                torch.cuda._sleep(400_000)       # ~0.2 ms of GPU work ahead of the start event
-            else:
-                torch.cuda.synchronize()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            call(i)
-            end.record()
-            torch.cuda.synchronize()
-            if i >= warm:
-                times.append(start.elapsed_time(end) * 1e3)
-        return statistics.median(times)
+class DsaTimer(Timer):
+    """The events clock (``events``) and a caller-captured graph's replay (``graph``)."""
 
     def events(self, call, prep):
-        return self._loop(call, prep, WARM_EV, N_EV, busy=False)
+        return self.loop(call, prep, busy=False, warm=WARM_EV, n=N_EV)
 
     def graph(self, launch, prep0):
         """(gr, dev) of ``launch`` (on buffer set 0) captured by the caller, replayed on new
         contents of set 0 every iteration."""
         prep0(0)
         launch()
-        if SMOKE:
+        if self.smoke:
             return 0.0, 0.0
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             launch()
         torch.cuda.synchronize()
-        gr = self._loop(lambda i: g.replay(), prep0, WARM_GR, N_GR, busy=False)
-        dev = self._loop(lambda i: g.replay(), prep0, WARM_GR, N_GR, busy=True)
+        gr = self.loop(lambda i: g.replay(), prep0, busy=False, warm=WARM_GR, n=N_GR)
+        dev = self.loop(lambda i: g.replay(), prep0, busy=True, warm=WARM_GR, n=N_GR)
         del g
         return gr, dev
 
@@ -219,12 +196,12 @@ def idx_check(case, s):
 
 
 # ------------------------------------------------------------------------------- variants
-def load_v1(folder):
+def load_previous(folder):
     mods = {}
-    for name in ("attn_v1", "idx_v1"):
+    for name in ("attention", "indexer"):
         path = Path(folder) / f"{name}.py"
         if path.exists():
-            spec = importlib.util.spec_from_file_location(name, path)
+            spec = importlib.util.spec_from_file_location(f"previous_{name}", path)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             mods[name] = mod
@@ -242,19 +219,19 @@ def idx_call(mod, case):
 def idx_override(batch, pages, sweep):
     """Monkeypatch the indexer module for one sweep point; returns (label, undo)."""
     tile = triton.next_power_of_2(pages * PS)
-    saved = (I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS)
+    saved = (indexer_kernel._fused_config, indexer_kernel._SPLIT_TILES, indexer_kernel._SPLIT_TOPK_WARPS)
     if sweep[0] == "fused":
         cfg = idx_cfg(batch, pages, *sweep[1:])
-        I._fused_config = lambda b_, p_, t_, c=cfg: c
-        I._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
+        indexer_kernel._fused_config = lambda b_, p_, t_, c=cfg: c
+        indexer_kernel._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
         label = f"fused{cfg}"
     else:
-        I._SPLIT_TILES = saved[1] + (tile,)
-        I._SPLIT_TOPK_WARPS = sweep[1]
+        indexer_kernel._SPLIT_TILES = saved[1] + (tile,)
+        indexer_kernel._SPLIT_TOPK_WARPS = sweep[1]
         label = f"split(topk warps {sweep[1]})"
 
     def undo():
-        I._fused_config, I._SPLIT_TILES, I._SPLIT_TOPK_WARPS = saved
+        indexer_kernel._fused_config, indexer_kernel._SPLIT_TILES, indexer_kernel._SPLIT_TOPK_WARPS = saved
     return label, undo
 
 
@@ -263,7 +240,7 @@ def idx_cfg(batch, pages, ppd, pivots):
     groups = triton.cdiv(pages, ppd)
     warps = 4 * ppd
     gpp = 1
-    while gpp < I._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > I._FUSED_TARGET_WARPS // warps:
+    while gpp < indexer_kernel._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > indexer_kernel._FUSED_TARGET_WARPS // warps:
         gpp *= 2
     return (ppd, gpp, warps, pivots)
 
@@ -272,9 +249,9 @@ class Runner:
     def __init__(self, args):
         self.args = args
         self.t0 = time.time()
-        self.timer = Timer()
+        self.timer = DsaTimer(DEV, SMOKE, busy_cycles=400_000)      # ~0.2 ms ahead of the start event
         self.rows = []
-        self.v1 = load_v1(args.v1) if args.v1 else {}
+        self.previous = load_previous(args.previous) if args.previous else {}
 
     def left(self):
         return self.args.budget - (time.time() - self.t0)
@@ -310,27 +287,28 @@ class Runner:
 
 
 def precompile(attn_cases, idx_cases):
-    """Compile every v2 kernel variant up front (v1 compiles at its first call), in parallel threads (Triton's async compile)."""
+    """Compile every variant of the shipped kernels up front (the previous copies compile at their
+    first call), in parallel threads (Triton's async compile)."""
     t = time.time()
     jobs = []
-    default_split = A._split_config
-    default_fused = I._fused_config
+    default_split = attention_kernel._split_config
+    default_fused = indexer_kernel._fused_config
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
         for tokens, case in attn_cases.items():
             for cfg in [None] + ATTN_SWEEP.get(tokens, []):
-                A._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
+                attention_kernel._split_config = default_split if cfg is None else (lambda t_, k_, c=cfg: c)
                 try:
-                    A._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True)
+                    attention_kernel._launch(**case.sets[0], output=case.outs[0][0], lse=case.outs[0][1], warmup=True)
                     jobs.append(("attn", tokens, cfg))
                 except Exception as exc:
                     print("precompile attn", tokens, cfg, exc)
-        A._split_config = default_split
+        attention_kernel._split_config = default_split
         for (batch, pages), case in idx_cases.items():
             tile = triton.next_power_of_2(pages * PS)
             for sw in [None] + IDX_SWEEP.get(tile, []):
                 undo = (lambda: None) if sw is None else idx_override(batch, pages, sw)[1]
                 try:
-                    I._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
+                    indexer_kernel._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
                     jobs.append(("idx", (batch, pages), sw))
                 except Exception as exc:
                     print("precompile idx", batch, pages, sw, exc)
@@ -339,15 +317,15 @@ def precompile(attn_cases, idx_cases):
     print(f"precompiled {len(jobs)} variants in {time.time() - t:.1f} s", flush=True)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m kernelwright.tuning.dsa", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="/tmp/dsa-variants")
-    ap.add_argument("--v1", default=None)
+    ap.add_argument("--previous", default=None, help="folder with attention.py / indexer.py: earlier copies of the kernels")
     ap.add_argument("--budget", type=float, default=150.0, help="seconds; sweeps are skipped past it")
     ap.add_argument("--only", default="attn,idx")
     ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter, tiny set)")
     ap.add_argument("--shipped-only", action="store_true", help="no direct/eager launch-mode rows")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.smoke:
         global DEV, SMOKE, ATTN_T, IDX_SHAPES
         DEV, SMOKE = torch.device("cpu"), True
@@ -367,58 +345,21 @@ def main():
     if not SMOKE and attn_cases and not args.shipped_only:
         r.record("host", "T=8", "costs", lambda: host_costs(attn_cases[max(attn_cases)]))
 
-    # ---- attention
+    # ---- the shipped entry points in each launch mode, and the previous copies
     for tokens, case in attn_cases.items():
-        shape = f"T={tokens}"
-        A._entries.clear()
-        A.LAUNCH = "graph"
-        r.record("attention", shape, "v2", lambda: r.full(case, attn_call(A, case), attn_check, attn_call(A, case)))
-        A._entries.clear()
-        A.LAUNCH = "direct"
-        if not args.shipped_only:
-            r.record("attention", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep),
-                                                     "check_ev": [attn_check(case, s) for s in (0, 1)]})
-        A._entries.clear()
-        A.LAUNCH = None
-        if not args.shipped_only:
-            r.record("attention", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: attn_call(A, case)(i % 2), case.prep)})
-        A.LAUNCH = "graph"
-        A._entries.clear()
-        if "attn_v1" in r.v1:
-            v1 = r.v1["attn_v1"]
-            r.record("attention", shape, "v1", lambda: r.full(case, attn_call(v1, case), attn_check, attn_call(v1, case)))
-        r.save()
-    # ---- indexer
+        launch_modes(r, "attention", f"T={tokens}", case, attention_kernel, attn_call, attn_check, args.shipped_only)
     for (batch, pages), case in idx_cases.items():
-        shape = f"{batch}x{pages}"
-        I._entries.clear()
-        I.LAUNCH = "graph"
-        r.record("indexer", shape, "v2", lambda: r.full(case, idx_call(I, case), idx_check, idx_call(I, case)))
-        I._entries.clear()
-        I.LAUNCH = "direct"
-        if not args.shipped_only:
-            r.record("indexer", shape, "v2-direct", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep),
-                                                     "check_ev": [idx_check(case, s) for s in (0, 1)]})
-        I._entries.clear()
-        I.LAUNCH = None
-        if not args.shipped_only:
-            r.record("indexer", shape, "v2-eager", lambda: {"ev": r.timer.events(lambda i: idx_call(I, case)(i % 2), case.prep)})
-        I.LAUNCH = "graph"
-        I._entries.clear()
-        if "idx_v1" in r.v1:
-            v1 = r.v1["idx_v1"]
-            r.record("indexer", shape, "v1", lambda: r.full(case, idx_call(v1, case), idx_check, idx_call(v1, case)))
-        r.save()
+        launch_modes(r, "indexer", f"{batch}x{pages}", case, indexer_kernel, idx_call, idx_check, args.shipped_only)
     # ---- sweeps (device time of the configurations), while the budget lasts
     for tokens, case in attn_cases.items():
-        default = A._split_config
+        default = attention_kernel._split_config
         for cfg in ATTN_SWEEP.get(tokens, []):
             if r.left() < 40:
                 break
-            A._split_config = lambda t_, k_, c=cfg: c
-            launch = lambda s: A._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
+            attention_kernel._split_config = lambda t_, k_, c=cfg: c
+            launch = lambda s: attention_kernel._launch(**case.sets[s], output=case.outs[s][0], lse=case.outs[s][1])
             r.record("attention", f"T={tokens}", f"cfg{cfg}", lambda: r.sweep_point(case, launch, attn_check))
-        A._split_config = default
+        attention_kernel._split_config = default
         r.save()
 
     for (batch, pages), case in idx_cases.items():
@@ -427,7 +368,7 @@ def main():
             if r.left() < 20:
                 break
             label, undo = idx_override(batch, pages, sw)
-            launch = lambda s: I._launch(**case.sets[s], topk_indices=case.outs[s][0])
+            launch = lambda s: indexer_kernel._launch(**case.sets[s], topk_indices=case.outs[s][0])
             try:
                 r.record("indexer", f"{batch}x{pages}", label, lambda: r.sweep_point(case, launch, idx_check))
             finally:
@@ -445,12 +386,36 @@ def main():
     table(r.rows)
 
 
+def launch_modes(r, kernel, shape, case, mod, call, check, shipped_only):
+    """The shipped module ``mod`` through its launch cache ("shipped": a captured CUDA graph per
+    call signature), then (unless ``shipped_only``) with direct launches and eagerly, then the
+    previous copy of the kernel if one was given."""
+    mod._entries.clear()
+    mod.LAUNCH = "graph"
+    r.record(kernel, shape, "shipped", lambda: r.full(case, call(mod, case), check, call(mod, case)))
+    mod._entries.clear()
+    mod.LAUNCH = "direct"
+    if not shipped_only:
+        r.record(kernel, shape, "shipped-direct", lambda: {"ev": r.timer.events(lambda i: call(mod, case)(i % 2), case.prep),
+                                                         "check_ev": [check(case, s) for s in (0, 1)]})
+    mod._entries.clear()
+    mod.LAUNCH = None
+    if not shipped_only:
+        r.record(kernel, shape, "shipped-eager", lambda: {"ev": r.timer.events(lambda i: call(mod, case)(i % 2), case.prep)})
+    mod.LAUNCH = "graph"
+    mod._entries.clear()
+    if kernel in r.previous:
+        old = r.previous[kernel]
+        r.record(kernel, shape, "previous", lambda: r.full(case, call(old, case), check, call(old, case)))
+    r.save()
+
+
 def host_costs(case):
     """Host-only costs on this machine (us): the launch-cache key of one attention call, the
     capture check, and back-to-back cached calls (graph / direct) per call."""
     a = case.sets[0]
     o, l = case.outs[0]
-    sig = A._sig
+    sig = attention_kernel._sig
     n = 2000
     t = time.perf_counter()
     for _ in range(n):
@@ -462,9 +427,9 @@ def host_costs(case):
         torch.cuda.is_current_stream_capturing()
     res["capturing_check_us"] = (time.perf_counter() - t) / n * 1e6
     for mode in ("graph", "direct", None):
-        A.LAUNCH = mode
-        A._entries.clear()
-        f = lambda: A.run(**a, output=o, lse=l)
+        attention_kernel.LAUNCH = mode
+        attention_kernel._entries.clear()
+        f = lambda: attention_kernel.run(**a, output=o, lse=l)
         f()
         f()
         torch.cuda.synchronize()
@@ -473,8 +438,8 @@ def host_costs(case):
             f()
         torch.cuda.synchronize()
         res[f"back_to_back_{mode}_us"] = (time.perf_counter() - t) / 200 * 1e6
-    A.LAUNCH = "graph"
-    A._entries.clear()
+    attention_kernel.LAUNCH = "graph"
+    attention_kernel._entries.clear()
     return res
 
 
@@ -483,7 +448,7 @@ def profile_kernels(attn_cases, idx_cases, deadline):
     from torch.profiler import ProfilerActivity, profile
 
     result = {}
-    for label, cases, mod, call in (("attention", attn_cases, A, attn_call), ("indexer", idx_cases, I, idx_call)):
+    for label, cases, mod, call in (("attention", attn_cases, attention_kernel, attn_call), ("indexer", idx_cases, indexer_kernel, idx_call)):
         for key, case in cases.items():
             if time.time() > deadline:
                 break

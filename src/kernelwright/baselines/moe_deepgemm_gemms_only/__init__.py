@@ -1,1 +1,0 @@
-"""Baseline solution folder: see manifest.json and kernel.py."""
