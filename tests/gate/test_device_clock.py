@@ -152,6 +152,37 @@ def test_the_hold_keeps_every_stream_off_the_device_until_released():
 
 
 @pytest.mark.gpu
+def test_work_on_a_private_stream_is_inside_the_device_time():
+    """A many-CTA kernel on a stream that does not wait for the held one (red-team case
+    held_side_stream): the start event to the join must cover the whole kernel."""
+    hold = _hold()
+    held, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    x = torch.empty(1 << 28, device="cuda")          # 1 GiB: a copy of ~0.5 ms over many CTAs
+    y = torch.empty_like(x)
+    with torch.cuda.stream(side):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(side)
+    with torch.cuda.stream(side):
+        y.copy_(x)
+    b.record(side)
+    torch.cuda.synchronize()
+    alone = a.elapsed_time(b)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    epoch = hold.begin(held)
+    start.record(held)
+    with torch.cuda.stream(side):
+        y.copy_(x)
+    held.wait_stream(side)
+    end.record(held)
+    hold.release(epoch)
+    torch.cuda.synchronize()
+    assert hold.outcome(epoch) == T.HOLD_RELEASED
+    assert start.elapsed_time(end) > 0.9 * alone, (start.elapsed_time(end), alone)
+
+
+@pytest.mark.gpu
 def test_a_hold_times_out_when_the_host_waits_for_the_device():
     dev = torch.device("cuda", torch.cuda.current_device())
     _hold()

@@ -109,8 +109,9 @@ class ClockTrials:
         if self.hold_error:
             notes["hold_unavailable"] = self.hold_error
         if self.hold_timeouts:
-            notes["hold_timeouts"] = (f"{self.hold_timeouts} held iteration(s) timed out: the call waits for "
-                                      "the device while the stream is held, so those ran with the device idle")
+            notes["hold_timeouts"] = (f"{self.hold_timeouts} held iteration(s) timed out (the call waits for the "
+                                      "device while the stream is held) or found the hold not resident: their "
+                                      "events are not device time")
         if any(x > 0 for x in self.prerelease_lead_us):
             notes["prerelease_lead_us"] = round(max(self.prerelease_lead_us), 3)   # < HOLD_EXIT_SPREAD_NS: the CTAs' exit
         if self.host:

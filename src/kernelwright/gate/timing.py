@@ -208,6 +208,14 @@ HOLD_MAX_CLOCK_HZ = 2.0e9
 at a lower clock the limit lasts longer, never shorter."""
 
 HOLD_RELEASED, HOLD_TIMED_OUT, HOLD_UNKNOWN = "released", "timed_out", "unknown"
+HOLD_NOT_RESIDENT = "not_resident"   # begin() did not see every CTA resident: the hold proves nothing
+
+HOLD_RESIDENT_WAIT_S = 0.005
+"""How long ``StreamHold.begin`` waits (host wall clock) for every CTA of the blocking kernel to be
+resident before the call is enqueued.  A CTA still waiting for an SM when the call's kernels are
+launched would let them start beside the hold, and would itself end the hold late, after the
+release: the start event would then miss their work (what the red-team case
+``held_side_stream`` read on the H200 on 2026-12-01: 0.10 ms for a 0.2 ms kernel)."""
 
 HOLD_EXIT_SPREAD_NS = 3_000
 """How long the blocking kernel's CTAs take to leave after the release: CTA 0 sees the host's
@@ -218,13 +226,18 @@ before the hold's end (its last CTA) without any work having run during the hold
 _HOLD_SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(1024) kw_stream_hold(
         const volatile int* release, volatile int* gate, int epoch, unsigned long long limit_ns,
-        unsigned long long limit_cycles, volatile int* status) {
+        unsigned long long limit_cycles, volatile int* status, unsigned int* arrivals, volatile int* resident) {
     // Every SM gets CTAs of this kernel until its warp slots and its shared memory are used up
     // (the launch sizes both): while the hold lasts no CTA of any other kernel, on any stream, can
     // be resident anywhere on the device.  Thread 0 of each CTA waits; the others wait at the
-    // barrier, so every warp stays resident until the release.
+    // barrier, so every warp stays resident until the release.  The last CTA to arrive tells the
+    // host (mapped memory) that all of them are resident: only then does the host enqueue the call.
     extern __shared__ unsigned char fill[];
     if (threadIdx.x == 0) {
+        if (atomicAdd(arrivals, 1u) % gridDim.x == gridDim.x - 1) {   // cumulative: one launch at a time
+            *resident = epoch;
+            __threadfence_system();
+        }
         // The time limit needs both the globaltimer (ns) and the SM's cycle counter past their
         // limits: a virtualised globaltimer that runs fast cannot end a hold early.
         unsigned long long t0, now, c0 = clock64(), c = c0;
@@ -318,6 +331,10 @@ class StreamHold:
         _check(cu.cuFuncSetAttribute(self._function,
                                      cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                      self.shared_bytes)[0], "cuFuncSetAttribute")
+        # the largest shared-memory carve-out, so that ctas_per_sm CTAs of that size fit on an SM
+        _check(cu.cuFuncSetAttribute(self._function,
+                                     cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                     100)[0], "cuFuncSetAttribute(carveout)")
         self.ctas = int(props.multi_processor_count) * self.ctas_per_sm
         err, self._host = cu.cuMemHostAlloc(64, 0x01 | 0x02)   # CU_MEMHOSTALLOC_PORTABLE | _DEVICEMAP
         _check(err, "cuMemHostAlloc")
@@ -330,16 +347,22 @@ class StreamHold:
         self._status_how = ctypes.c_int32.from_address(base + 8)
         self._status_held_us = ctypes.c_int32.from_address(base + 12)
         self._status_held_kcycles = ctypes.c_int32.from_address(base + 16)
+        self._resident_cell = ctypes.c_int32.from_address(base + 20)
+        self._resident_cell.value = 0
+        self._not_resident: set = set()
         self._release_cell.value = 0
         self._status_epoch.value = 0
         self._status_how.value = 0
         self._launch = cu.cuLaunchKernel
         self._stream_type = cu.CUstream
         self._types = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong,
-                       ctypes.c_void_p)
+                       ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
         self._release_ptr = int(self._host_dev)
         self._status_ptr = int(self._host_dev) + 4
         self._gate_ptr = int(self._gate.data_ptr())
+        self._arrivals_ptr = self._gate_ptr + 4          # _gate[1]: CTAs arrived, over all launches
+        self._resident_ptr = int(self._host_dev) + 20
+        self._clock = time.perf_counter
         self.limit_ns = int(limit_s * 1e9)
         self.limit_cycles = int(limit_s * HOLD_MAX_CLOCK_HZ)
         self.epoch = 0
@@ -379,15 +402,25 @@ class StreamHold:
         if how != HOLD_RELEASED:
             raise RuntimeError(f"the hold kernel's self-test ended {how}, not {HOLD_RELEASED}")
 
-    def begin(self, stream) -> int:
-        """Enqueue the blocking kernel on ``stream`` (a torch.cuda.Stream); the next epoch."""
+    def begin(self, stream, resident_wait_s: float = HOLD_RESIDENT_WAIT_S) -> int:
+        """Enqueue the blocking kernel on ``stream`` (a torch.cuda.Stream) and wait (at most
+        ``resident_wait_s`` of host time) until every CTA of it is resident; the next epoch.  When
+        they are not all resident by then, ``outcome`` of that epoch is ``HOLD_NOT_RESIDENT``."""
         self.epoch += 1
-        args = (self._release_ptr, self._gate_ptr, self.epoch, self.limit_ns, self.limit_cycles, self._status_ptr)
+        epoch = self.epoch
+        args = (self._release_ptr, self._gate_ptr, epoch, self.limit_ns, self.limit_cycles, self._status_ptr,
+                self._arrivals_ptr, self._resident_ptr)
         (err,) = self._launch(self._function, self.ctas, 1, 1, self.threads, 1, 1, self.shared_bytes,
                               self._stream_type(stream.cuda_stream), (args, self._types), 0)
         if int(err) != 0:
             raise RuntimeError(f"cuLaunchKernel of the hold kernel failed: {err}")
-        return self.epoch
+        cell, now = self._resident_cell, self._clock
+        deadline = now() + resident_wait_s
+        while cell.value != epoch:
+            if now() > deadline:
+                self._not_resident.add(epoch)
+                break
+        return epoch
 
     def release(self, epoch: int) -> None:
         """Let the held stream run (a plain store into mapped host memory: no CUDA call)."""
@@ -401,7 +434,10 @@ class StreamHold:
         return self._status_held_us.value, self._status_held_kcycles.value
 
     def outcome(self, epoch: int) -> str:
-        """After a device synchronise: how the hold of ``epoch`` ended."""
+        """After a device synchronise: how the hold of ``epoch`` ended (``HOLD_NOT_RESIDENT``
+        when ``begin`` did not see all its CTAs resident)."""
+        if epoch in self._not_resident:
+            return HOLD_NOT_RESIDENT
         if self._status_epoch.value != epoch:
             return HOLD_UNKNOWN
         return HOLD_RELEASED if self._status_how.value == 1 else HOLD_TIMED_OUT
