@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import CallShapes, _bisect_step, _order_key, _write_all_selected
+from .common import CallShapes, _bisect_step, _order_key
 
 # Histogram bins: the top _HIST_BITS bits of each score's order key (sign, 8 exponent bits and
 # 2 mantissa bits at 11: bins 1/4 octave wide).
@@ -73,6 +73,17 @@ _CPU_SMS = 2
 def _key_bin(key, HIST_BITS: tl.constexpr):
     """Order key -> histogram bin in [0, 2**HIST_BITS), monotone in the key."""
     return (key >> (32 - HIST_BITS)) + (1 << (HIST_BITS - 1))
+
+
+@triton.jit
+def _write_all_selected(seq, bt_row, out_row,
+                        TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr):
+    """A row with seq <= TOPK tokens: ids of tokens 0..seq-1 in order, then -1."""
+    offs = tl.arange(0, TOPK_BLOCK)
+    valid = offs < seq
+    page = tl.load(bt_row + offs // PS, mask=valid, other=0)
+    ids = tl.where(valid, page * PS + offs % PS, -1)
+    tl.store(out_row + offs, ids, mask=offs < TOPK)
 
 
 @triton.jit
