@@ -61,9 +61,9 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
     """The launches of one call (``warmup``: compile only; ``record``: a list that receives
     each launch's compiled kernel and full arguments).  Returns the per-call scratch tensors
     (short_rows: [scores]; long_rows: [scores, candidate keys, candidate ids])."""
-    shapes = call_shapes(q_index_fp8, k_index_cache_fp8, weights, block_table, topk_indices)
-    if shapes.batch == 0 or shapes.topk == 0:
+    if q_index_fp8.shape[0] == 0 or topk_indices.shape[1] == 0:
         return []
+    shapes = call_shapes(q_index_fp8, k_index_cache_fp8, weights, block_table, topk_indices)
     path = path_for(shapes.max_pages, shapes.page_size, shapes.topk)
     if path == "all_selected":
         launches, scratch = all_selected_launches(shapes, seq_lens, block_table, topk_indices), []
