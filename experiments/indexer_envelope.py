@@ -1,5 +1,5 @@
 """DSA top-k indexer across the serving envelope on one CUDA device: gate-checked correctness and
-device time of the v3 candidate kernel, the shipped (v2) kernel and the contest recipe.
+device time of the shipped solution's two paths (each forced at every shape) and the contest recipe.
 
 Run on the H200 (one call, about 4-5 minutes; prints a table last):
 
@@ -14,9 +14,13 @@ draw of the small inputs (q, weights, seq_lens, block_table: a pool of 4 draws m
 definition's input helpers) into one of two buffer sets, so results are recomputed each time.
 
 Kernels:
-  new     kernelwright.solutions.candidates.dsa_indexer_triton_v3.kernel (issue 18's candidate)
-  v2      kernelwright.solutions.dsa_indexer_triton.kernel (the shipped kernel), or
-          ``--old-kernel FILE``
+  long    kernelwright.solutions.dsa_indexer_triton.kernel with FORCE_PATH = "long_rows" (the
+          long-row path, long_rows.py, at every width)
+  short   the same with FORCE_PATH = "short_rows" (short_rows.py); the shipped solution is the
+          one of the two that kernel.path_for picks (block-table width >= LONG_ROW_MIN_PAGES:
+          long), marked in the table's "shipped" column; ``--shipped-only`` measures only that one
+  old     ``--old-kernel FILE``: a single-file kernel module (e.g. a kernel.py from before the
+          split into paths), when given
   recipe  the baseline indexer_deepgemm_flashinfer_premeta (DeepGEMM
           fp8_paged_mqa_logits + FlashInfer top_k_page_table_transform, metadata in its
           untimed prepare); skipped with the reason if it does not import
@@ -30,13 +34,15 @@ call captured once in a CUDA graph by this script and replayed behind the same c
 Every kernel's outputs go through the gate's checker (``check_outputs`` with the definition's
 checker and tolerance) against the definition's reference on the inputs they were computed on.
 One failing shape or kernel prints its error and the run goes on.  A budget (``--budget``)
-skips what no longer fits: sweeps first, then the v2 and recipe rows of the largest shapes.
+skips what no longer fits: sweeps first, then the other path's and the recipe rows of the
+largest shapes.
 
-Output: ``envelope.json`` under --out (one row per shape and kernel, the sweep rows, the device
-and the method), the log on stdout, and the table last: per shape the new kernel's device and
-graph microseconds, the K-cache bytes its rows touch, achieved TB/s on those bytes, the floor
-(bytes / 4.27 TB/s) and the issue-18 target (2 x floor + 5 us), v2 and recipe microseconds and
-the speedups.
+Output: ``envelope.json`` under --out (one row per shape and kernel, the sweep rows of the
+long-row path's plan constants, the device and the method), the log on stdout, and the table
+last: per shape the path the shipped dispatch takes, the long-row plan, the shipped path's device
+and graph microseconds, the K-cache bytes its rows touch, achieved TB/s on those bytes, the floor
+(bytes / 4.27 TB/s) and the issue-18 target (2 x floor + 5 us), both paths' and the recipe's
+microseconds, recipe / shipped and short / long.
 """
 
 from __future__ import annotations
@@ -64,7 +70,9 @@ import triton
 from kernelwright.definitions import get as get_definition
 from kernelwright.gate.checkers import check_outputs
 from kernelwright.inputs import make_generator, random_tensor, synth_block_table, synth_seq_lens
-from kernelwright.solutions.candidates.dsa_indexer_triton_v3 import kernel as NEW
+from kernelwright.solutions.dsa_indexer_triton import kernel as SHIPPED
+from kernelwright.solutions.dsa_indexer_triton import long_rows as LONG
+from kernelwright.solutions.dsa_indexer_triton import short_rows as SHORT
 from kernelwright.trace import RandomInput, Workload, torch_dtype
 
 HBM_TBPS = 4.27
@@ -77,7 +85,7 @@ CONTEST = ((1, 20), (16, 32), (15, 40), (30, 91))      # (batch, max_num_pages)
 # Shapes with a recipe time quoted in issue 18: measured first.
 KEY_SHAPES = ((1, 2048), (64, 256), (16, 512))
 SMALL = ("q_index_fp8", "weights", "seq_lens", "block_table")
-# Sweep of the new kernel's plan constants: (label, module overrides) on a few shapes.
+# Sweep of the long-row path's plan constants: (label, long_rows overrides) on a few shapes.
 SWEEP_SHAPES = ((30, 91), (15, 40), (16, 64), (64, 128), (4, 256), (64, 256), (1, 2048), (16, 512))
 SWEEP = (
     ("two-launch", {"_ONE_LAUNCH_MAX_TOKENS": 0}),
@@ -208,13 +216,18 @@ class Case:
 
 
 # ------------------------------------------------------------------------------------ kernels
-def load_v2(args):
-    """The shipped (v2) module, or the one in ``--old-kernel FILE``; (None, reason) when it fails."""
-    try:
-        if not args.old_kernel:
-            from kernelwright.solutions.dsa_indexer_triton import kernel as shipped
+PATH_OF = {"long": "long_rows", "short": "short_rows"}     # kernel label -> kernel.FORCE_PATH
 
-            return shipped, None
+
+def shipped_label(batch, pages):
+    """The label of the kernel the shipped dispatch runs at this shape ("all-sel": neither path)."""
+    path = SHIPPED.path_for(pages, PS, TOPK)
+    return {"long_rows": "long", "short_rows": "short"}.get(path, "all-sel")
+
+
+def load_old(args):
+    """The module in ``--old-kernel FILE`` (a single-file kernel); (None, reason) when it fails."""
+    try:
         spec = importlib.util.spec_from_file_location("indexer_old_kernel", args.old_kernel)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
@@ -238,13 +251,21 @@ def load_recipe():
 
 
 class DpsKernel:
-    """A destination-passing solution module (new, v2): run(**inputs, topk_indices=out)."""
+    """A destination-passing solution module: run(**inputs, topk_indices=out); ``path``: the
+    shipped solution's kernel.FORCE_PATH during the call (its launch cache keys on it)."""
 
-    def __init__(self, mod):
-        self.mod = mod
+    def __init__(self, mod, path=None):
+        self.mod, self.path = mod, path
 
     def call(self, case, s):
-        self.mod.run(**case.sets[s], topk_indices=case.outs[s])
+        if self.path is None:
+            self.mod.run(**case.sets[s], topk_indices=case.outs[s])
+            return case.outs[s]
+        saved, self.mod.FORCE_PATH = self.mod.FORCE_PATH, self.path
+        try:
+            self.mod.run(**case.sets[s], topk_indices=case.outs[s])
+        finally:
+            self.mod.FORCE_PATH = saved
         return case.outs[s]
 
     def after_load(self, case, s):
@@ -325,16 +346,18 @@ def graph_replay(clock, case, kern):
 
 @contextlib.contextmanager
 def overrides(mod, values):
+    """Module constants of ``mod`` (a path module or the solution's kernel module) set to
+    ``values`` for the block; the solution's launch cache is emptied before and after."""
     saved = {k: getattr(mod, k) for k in values}
     for k, v in values.items():
         setattr(mod, k, v)
-    mod._entries.clear()
+    SHIPPED._entries.clear()
     try:
         yield
     finally:
         for k, v in saved.items():
             setattr(mod, k, v)
-        mod._entries.clear()
+        SHIPPED._entries.clear()
 
 
 def empty_inputs(batch, pages):
@@ -349,35 +372,41 @@ def empty_inputs(batch, pages):
             "block_table": torch.empty((batch, pages), dtype=torch.int32, device=DEV)}
 
 
-def precompile(shapes, modules, sweep):
-    """Compile the launches of every shape for each module with a ``_launch(..., warmup=True)``
-    (new, v2), and the new kernel's sweep variants, in parallel threads."""
+def precompile(shapes, paths, old, sweep):
+    """Compile the launches of every shape with a ``_launch(..., warmup=True)``: the solution's
+    ``paths`` (FORCE_PATH values), the long-row path's sweep variants and the ``old`` module when
+    given, in parallel threads."""
     t = time.time()
     n = 0
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
         for batch, pages in shapes:
             inputs = empty_inputs(batch, pages)
             out = torch.empty((batch, TOPK), dtype=torch.int32, device=DEV)
-            for mod in modules:
-                variants = [{}]
-                if mod is NEW and sweep and (batch, pages) in SWEEP_SHAPES:
-                    variants += [v for _, v in SWEEP]
-                for values in variants:
-                    with overrides(mod, values):
-                        try:
-                            mod._launch(**inputs, topk_indices=out, warmup=True)
-                            n += 1
-                        except Exception as exc:
-                            print(f"precompile {batch}x{pages} {values}: {exc}", flush=True)
+            jobs = [(SHIPPED, {"FORCE_PATH": path}) for path in paths]
+            if "long_rows" in paths and sweep and (batch, pages) in SWEEP_SHAPES:
+                jobs += [(LONG, dict(v)) for _, v in SWEEP]
+            if old is not None:
+                jobs.append((old, {}))
+            for mod, values in jobs:
+                force = {"FORCE_PATH": "long_rows"} if mod is LONG else {}
+                with overrides(SHIPPED, force), overrides(mod, values):
+                    try:
+                        mod._launch(**inputs, topk_indices=out, warmup=True)
+                        n += 1
+                    except Exception as exc:
+                        print(f"precompile {batch}x{pages} {values}: {exc}", flush=True)
             del inputs
     print(f"precompiled {n} launch sets in {time.time() - t:.1f} s", flush=True)
 
 
 # ------------------------------------------------------------------------------------ report
-def plan_label(batch, pages):
+def plan_label(kernel, batch, pages):
+    """The launch plan of the long or short path at this shape."""
     if pages * PS <= TOPK:
         return "all-selected"
-    plan = NEW._plan(batch, pages, PS, NEW._num_sms(DEV))
+    if kernel == "short":
+        return SHORT._schedule(batch, triton.next_power_of_2(pages * PS))
+    plan = LONG._plan(batch, pages, PS, LONG._num_sms(DEV))
     return f"{'1L' if plan.one_launch else '2L'} ppi{plan.pages_per_item} s{plan.stripes}"
 
 
@@ -391,31 +420,36 @@ def table(rows):
         if r.get("kind") == "shape":
             by_shape.setdefault(r["shape"], {})[r["kernel"]] = r
     print("\n=== DSA indexer, device time (us; graph = the call replayed from a CUDA graph) ===")
-    print(f"{'shape':>12} {'plan':>13} {'new':>7} {'graph':>7} {'MB':>7} {'TB/s':>5} {'floor':>6} "
-          f"{'target':>6} {'v2':>7} {'recipe':>7} {'x rec':>5} {'x v2':>5}  check")
+    print("shipped: the path the solution's dispatch takes; graph, MB, TB/s: of the shipped path")
+    print(f"{'shape':>12} {'shipped':>7} {'long plan':>13} {'long':>7} {'short':>7} {'graph':>7} {'MB':>7} "
+          f"{'TB/s':>5} {'floor':>6} {'target':>6} {'old':>7} {'recipe':>7} {'x rec':>5} {'s/l':>5}  check")
     for shape, ks in by_shape.items():
-        new, v2, rec = ks.get("new", {}), ks.get("v2", {}), ks.get("recipe", {})
-        kb = new.get("k_bytes", 0)
+        first = next(iter(ks.values()))
+        label = first.get("shipped", "long")
+        long, short, old, rec = (ks.get(k, {}) for k in ("long", "short", "old", "recipe"))
+        ship = short if label == "short" else long
+        us = lambda r: r.get("us") if isinstance(r.get("us"), float) else None
+        kb = ship.get("k_bytes", 0)
         floor = kb / (HBM_TBPS * 1e6) if kb else None
-        target = 2 * floor + 5 if floor and new.get("context", 0) >= 32768 else None
-        tbps = kb / (new["us"] * 1e6) if kb and isinstance(new.get("us"), float) else None
-        xr = rec["us"] / new["us"] if isinstance(rec.get("us"), float) and isinstance(new.get("us"), float) else None
-        xv = v2["us"] / new["us"] if isinstance(v2.get("us"), float) and isinstance(new.get("us"), float) else None
+        target = 2 * floor + 5 if floor and first.get("context", 0) >= 32768 else None
+        tbps = kb / (us(ship) * 1e6) if kb and us(ship) else None
+        xr = us(rec) / us(ship) if us(rec) and us(ship) else None
+        sl = us(short) / us(long) if us(short) and us(long) else None
         checks = []
-        for name, r in (("new", new), ("v2", v2), ("rec", rec)):
+        for name, r in (("long", long), ("short", short), ("old", old), ("rec", rec)):
             c = r.get("error") or ",".join(r.get("check", []) + ([r["graph_check"]] if "graph_check" in r else []))
             if c and any(not x.startswith("ok") for x in c.split(",")):
                 checks.append(f"{name}: {c[:90]}")
             if r.get("cushion_short"):
                 checks.append(f"{name}: cushion short (host {r['host_us']:.0f} us)")
-        print(f"{shape:>12} {new.get('plan', ''):>13} {fmt(new.get('us'))} {fmt(new.get('graph_us'))} "
-              f"{fmt(kb / 1e6 if kb else None)} {fmt(tbps, '5.2f') if tbps else '    -'} "
+        print(f"{shape:>12} {label:>7} {long.get('plan', ''):>13} {fmt(us(long))} {fmt(us(short))} "
+              f"{fmt(ship.get('graph_us'))} {fmt(kb / 1e6 if kb else None)} {fmt(tbps, '5.2f') if tbps else '    -'} "
               f"{fmt(floor, '6.1f') if floor else '     -'} {fmt(target, '6.1f') if target else '     -'} "
-              f"{fmt(v2.get('us'))} {fmt(rec.get('us'))} {fmt(xr, '5.2f') if xr else '    -'} "
-              f"{fmt(xv, '5.2f') if xv else '    -'}  {'; '.join(checks) or 'ok'}")
+              f"{fmt(us(old))} {fmt(us(rec))} {fmt(xr, '5.2f') if xr else '    -'} "
+              f"{fmt(sl, '5.2f') if sl else '    -'}  {'; '.join(checks) or 'ok'}")
     sweep = [r for r in rows if r.get("kind") == "sweep"]
     if sweep:
-        print("\n=== sweep of the new kernel's plan constants (device us; default first) ===")
+        print("\n=== sweep of the long-row path's plan constants (device us; default first) ===")
         for r in sweep:
             print(f"{r['shape']:>12} {r['variant']:<18} {fmt(r.get('us'))}  {r.get('error') or ','.join(r.get('check', []))}")
 
@@ -425,7 +459,9 @@ def main():
     global DEV, SMOKE, SWEEP_SHAPES
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/indexer-envelope")
-    ap.add_argument("--old-kernel", default=None, help="file holding the v2 kernel.py")
+    ap.add_argument("--old-kernel", default=None, help="a single-file kernel module measured as one more row (old)")
+    ap.add_argument("--shipped-only", action="store_true",
+                    help="only the path the shipped dispatch takes at each shape, not both")
     ap.add_argument("--budget", type=float, default=280.0, help="seconds")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--cushion-us", type=float, default=200.0)
@@ -450,17 +486,26 @@ def main():
             "cushion_us": clock.cushion_us, "sleep_cycles_per_us": clock.cycles_per_us,
             "iters": args.iters}
     print(json.dumps(info), flush=True)
-    v2_mod, v2_reason = load_v2(args)
+    old_mod, old_reason = load_old(args) if args.old_kernel else (None, None)
     recipe_mod, recipe_reason = (None, "smoke run") if SMOKE else load_recipe()
-    for name, reason in (("v2", v2_reason), ("recipe", recipe_reason)):
+    for name, reason in (("old", old_reason), ("recipe", recipe_reason)):
         if reason:
             print(f"skipped {name}: {reason}", flush=True)
-    info["skipped"] = {"v2": v2_reason, "recipe": recipe_reason}
-    kernels = [("new", DpsKernel(NEW))]
-    if v2_mod is not None:
-        kernels.append(("v2", DpsKernel(v2_mod)))
+    info["skipped"] = {"old": old_reason, "recipe": recipe_reason}
+    info["long_row_min_pages"] = SHIPPED.LONG_ROW_MIN_PAGES
+    paths = {name: DpsKernel(SHIPPED, path) for name, path in PATH_OF.items()}
+    others = []
+    if old_mod is not None:
+        others.append(("old", DpsKernel(old_mod)))
     if recipe_mod is not None:
-        kernels.append(("recipe", RecipeKernel(recipe_mod)))
+        others.append(("recipe", RecipeKernel(recipe_mod)))
+
+    def kernels_at(batch, pages):
+        """(name, kernel) to measure at a shape: the shipped path first, then the other one."""
+        first = shipped_label(batch, pages)
+        first = first if first in paths else "short"       # all selected: both paths alike
+        order = [first] + ([] if args.shipped_only else [n for n in paths if n != first])
+        return first, [(n, paths[n]) for n in order] + others
 
     rows = []
 
@@ -479,7 +524,7 @@ def main():
 
     if not SMOKE:
         try:
-            precompile(shapes, [NEW] + ([v2_mod] if v2_mod is not None else []), sweep=not args.no_sweep)
+            precompile(shapes, list(PATH_OF.values()), old_mod, sweep=not args.no_sweep)
         except Exception as exc:
             print(f"precompile failed: {exc}", flush=True)
         torch.cuda.empty_cache()
@@ -489,28 +534,30 @@ def main():
         shape = f"{batch}x{ctx // 1024}K" if ctx >= 4096 and ctx % 1024 == 0 else f"{batch}x{pages}p"
         if left() < 20:
             print(f"{shape}: skipped (budget)", flush=True)
-            rows.append({"kind": "shape", "shape": shape, "kernel": "new", "error": "skipped (budget)"})
+            rows.append({"kind": "shape", "shape": shape, "kernel": "long", "error": "skipped (budget)"})
             continue
         try:
             case = Case(batch, pages, seed=1000 + batch * 7 + pages)
         except Exception as exc:
-            rows.append({"kind": "shape", "shape": shape, "kernel": "new", "error": f"inputs: {exc}"})
+            rows.append({"kind": "shape", "shape": shape, "kernel": "long", "error": f"inputs: {exc}"})
             print(f"{shape}: inputs failed: {exc}", flush=True)
             continue
+        first, kernels = kernels_at(batch, pages)
         for name, kern in kernels:
-            if name != "new" and left() < 60:
+            if name != first and left() < 60:
                 print(f"{shape} {name}: skipped (budget)", flush=True)
                 continue
             row = {"kind": "shape", "shape": shape, "kernel": name, "batch": batch, "pages": pages,
-                   "context": pages * PS, "plan": plan_label(batch, pages) if name == "new" else ""}
+                   "context": pages * PS, "shipped": shipped_label(batch, pages),
+                   "plan": plan_label(name, batch, pages) if name in paths else ""}
             record(row, lambda: measure_kernel(clock, case, kern))
         if not args.no_sweep and (batch, pages) in SWEEP_SHAPES and pages * PS > TOPK:
             for label, values in (("default", {}),) + SWEEP:
                 if left() < 90:
                     break
-                with overrides(NEW, values):
-                    record({"kind": "sweep", "shape": shape, "variant": label, "plan": plan_label(batch, pages)},
-                           lambda: {k: v for k, v in measure_kernel(clock, case, DpsKernel(NEW), with_graph=False).items()
+                with overrides(LONG, values):
+                    record({"kind": "sweep", "shape": shape, "variant": label, "plan": plan_label("long", batch, pages)},
+                           lambda: {k: v for k, v in measure_kernel(clock, case, paths["long"], with_graph=False).items()
                                     if k in ("us", "check", "host_us")})
         del case
         if DEV.type == "cuda":

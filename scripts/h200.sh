@@ -79,7 +79,7 @@ for stage in "$@"; do
     dsa-variants) # the shipped DSA kernels' launch modes and configs, python -m kernelwright.tuning.dsa with DSA_ARGS
       ddir=/tmp/records/${DSA_NAME:-dsa-variants}; mkdir -p $ddir
       timeout -k 10 ${DSA_TIMEOUT:-240} python3 -m kernelwright.tuning.dsa ${DSA_ARGS:-} --out $ddir 2>&1 | tee $ddir/variants.log | tail -${DSA_TAIL:-40};;
-    envelope) # experiments/indexer_envelope.py (ENV_ARGS): the v3 indexer candidate, the shipped v2 and the recipe
+    envelope) # experiments/indexer_envelope.py (ENV_ARGS): the shipped indexer's long- and short-row paths (each forced) and the recipe
       mkdir -p /tmp/records/indexer_envelope
       timeout -k 10 ${ENV_TIMEOUT:-330} python3 experiments/indexer_envelope.py ${ENV_ARGS:-} --out /tmp/records/indexer_envelope 2>&1 | tee /tmp/records/indexer_envelope/log.txt | tail -${ENV_TAIL:-70};;
     attnenv) # experiments/attention_envelope.py (ATTN_ARGS): the v3 attention candidate, the shipped v2, fa3, FlashMLA

@@ -1,7 +1,13 @@
-"""The Triton DSA top-k indexer solution against our reference, with the gate's top-k check.
+"""The shipped Triton DSA top-k indexer (solutions/dsa_indexer_triton) against our reference,
+with the gate's top-k check: the width dispatch, the all-selected launch, the short-row path and
+the long-row path.
 
-CPU: the kernels run under the Triton interpreter (tests/conftest.py) at small page counts.
-GPU (``-m gpu``, run by the lead on the H200): contest sizes and a held-out-like long row.
+CPU: the kernels run under the Triton interpreter (tests/conftest.py) at small page counts; the
+long-row path is forced (kernel.FORCE_PATH) at those widths, its plan (grid, pages per work item,
+tiles) forced small so that the multi-program paths run, and it runs once at the width where the
+dispatch takes it (256 pages).
+GPU (``-m gpu``, run by the lead on the H200): contest sizes, serving-envelope rows up to 128K
+tokens, both paths forced at wide rows, and the launch cache.
 """
 
 import importlib
@@ -18,9 +24,12 @@ from kernelwright.trace import RandomInput, Workload
 
 FOLDER = SHIPPED_ROOT / "dsa_indexer_triton"
 kernel = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.kernel")
+short_rows = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.short_rows")
+long_rows = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.long_rows")
 BUILTIN = get_definition("indexer")
 TOPK = 2048
 PS = 64
+PATHS = ("short_rows", "long_rows")
 
 
 def _inputs(batch, max_pages, num_pages, seed, device, seq_lens=None):
@@ -33,23 +42,33 @@ def _inputs(batch, max_pages, num_pages, seed, device, seq_lens=None):
     return inputs
 
 
+GUARD = 12345
+
+
 def _run(inputs):
+    """The kernel's output for these inputs, written into a row-strided view of a poisoned
+    buffer whose guard rows and columns must stay untouched."""
     batch = inputs["q_index_fp8"].shape[0]
-    out = torch.full((batch, TOPK), 12345, dtype=torch.int32, device=inputs["q_index_fp8"].device)
+    buf = torch.full((batch + 2, TOPK + 64), GUARD, dtype=torch.int32, device=inputs["q_index_fp8"].device)
+    out = buf[1:batch + 1, :TOPK]
     kernel.run(**inputs, topk_indices=out)
+    guards = torch.cat([buf[0], buf[-1], buf[1:-1, TOPK:].reshape(-1)])
+    assert bool((guards == GUARD).all()), "writes outside the output rows"
     return out
 
 
 def _check(inputs, out, expected):
-    """The gate's topk_indices check: validity, no duplicates, exact count, sorted scores."""
+    """Strict form of the gate's topk_indices check: exactly min(topk, seq_len) valid distinct
+    ids of the row first, -1 after, sorted scores within atol = rtol = 1e-2; then the gate's
+    own checker on the same output."""
     assert out.shape == expected.shape and out.dtype == torch.int32
     q = inputs["q_index_fp8"].to(torch.float32)
     keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
-    out, expected = out.cpu(), expected.cpu()
-    for b in range(out.shape[0]):
+    cpu_out, cpu_expected = out.cpu(), expected.cpu()
+    for b in range(cpu_out.shape[0]):
         seq_len = max(int(inputs["seq_lens"][b]), 0)
         count = min(TOPK, seq_len)
-        row = out[b].to(torch.long)
+        row = cpu_out[b].to(torch.long)
         assert bool((row[count:] == -1).all()), f"row {b}: slots from {count} must be -1"
         got = row[:count]
         assert bool((got >= 0).all()), f"row {b}: {int((got < 0).sum())} invalid ids among the first {count}"
@@ -62,26 +81,67 @@ def _check(inputs, out, expected):
             continue
         weights = inputs["weights"][b].to(torch.float32)
         mine = reference.row_scores(q[b], keys, weights, got.to(keys.device)).sort().values
-        ref = reference.row_scores(q[b], keys, weights, expected[b, :count].to(torch.long).to(keys.device))
+        ref = reference.row_scores(q[b], keys, weights, cpu_expected[b, :count].to(torch.long).to(keys.device))
         torch.testing.assert_close(mine, ref.sort().values, atol=1e-2, rtol=1e-2,
                                    msg=lambda m: f"row {b} (seq_len {seq_len}): {m}")
     verdict = check_outputs(BUILTIN.checker, {"topk_indices": out}, {"topk_indices": expected},
                             BUILTIN.tolerance, inputs)
-    assert verdict.passed, f"the gate's default verdict (contest + strict rule): {verdict.detail}"
+    assert verdict.passed, verdict.detail
+
+
+def _assert_workspace_clean(device):
+    """Every call leaves the shared per-row counters, cursors and histograms at zero."""
+    key = (torch.device(device).type, torch.device(device).index)
+    for ws in long_rows._workspaces.get(key, []):
+        for name in ("hist", "arrive", "cursor"):
+            assert int(getattr(ws, name).abs().sum()) == 0, f"workspace {name} not reset"
 
 
 def _roundtrip(inputs):
     out = _run(inputs)
     _check(inputs, out, BUILTIN.reference(**inputs))
+    _assert_workspace_clean(inputs["q_index_fp8"].device)
     return out
 
+
+def _force_path(monkeypatch, path):
+    """Every call wider than topk takes ``path`` (None: the shipped dispatch)."""
+    monkeypatch.setattr(kernel, "FORCE_PATH", path)
+
+
+def _force_plan(monkeypatch, one_launch, pages_per_item, stripes):
+    """The long-row path, with this plan at every shape."""
+    _force_path(monkeypatch, "long_rows")
+    plan = long_rows._Plan(one_launch, pages_per_item, stripes)
+    monkeypatch.setattr(long_rows, "_plan", lambda batch, max_pages, page_size, num_sms: plan)
+
+
+# ----------------------------------------------------------------------------------------------
+# The solution and its dispatch
 
 def test_manifest_loads():
     sol = load_solution_folder(FOLDER)
     assert sol.definition == BUILTIN.definition.name
     assert sol.spec.entry_point == "kernel.py::run" and sol.spec.destination_passing_style
+    assert {src.path for src in sol.sources} >= {"kernel.py", "common.py", "short_rows.py", "long_rows.py"}
     for src in sol.sources:
         assert "import kernelwright" not in src.content and "from kernelwright" not in src.content
+
+
+def test_dispatch_on_width():
+    # The block table's width alone picks the path: long rows exactly from LONG_ROW_MIN_PAGES
+    # = 256 pages (16K tokens), rows no wider than topk all selected, short rows between.
+    assert kernel.LONG_ROW_MIN_PAGES == 256
+    assert kernel.FORCE_PATH is None
+    assert [kernel.path_for(p, PS, TOPK) for p in (1, 32, 33, 91, 128, 255, 256, 257, 2048)] == (
+        ["all_selected"] * 2 + ["short_rows"] * 4 + ["long_rows"] * 3)
+
+
+def test_forced_path(monkeypatch):
+    # FORCE_PATH replaces the width dispatch for rows wider than topk only.
+    for path in PATHS:
+        _force_path(monkeypatch, path)
+        assert [kernel.path_for(p, PS, TOPK) for p in (32, 33, 255, 256)] == ["all_selected"] + [path] * 3
 
 
 def test_all_selected_fast_path():
@@ -91,24 +151,43 @@ def test_all_selected_fast_path():
     assert bool((out[2] == -1).all())
 
 
-def test_just_above_topk():
+def test_long_rows_from_256_pages():
+    # The shipped dispatch at 256 pages (16K tokens): the long-row path with its default plan
+    # (two launches), a full row beside a short one.
+    assert not long_rows._plan(2, 256, PS, long_rows._CPU_SMS).one_launch
+    _roundtrip(_inputs(2, 256, 520, seed=16, device="cpu", seq_lens=[16384, 2500]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Both paths: the same rows through each
+
+@pytest.mark.parametrize("path", PATHS)
+def test_just_above_topk(monkeypatch, path):
+    _force_path(monkeypatch, path)
     _roundtrip(_inputs(1, 33, 40, seed=2, device="cpu", seq_lens=[2049]))
 
 
-def test_mixed_rows():
-    # Full row, short rows beside long ones, exactly topk, non-multiples of 64, seq_len 1 and 0.
-    inputs = _inputs(7, 36, 260, seed=3, device="cpu", seq_lens=[2304, 100, 2100, 1, 0, 2048, 2250])
+@pytest.mark.parametrize("path", PATHS)
+def test_mixed_rows(monkeypatch, path):
+    # Full row, short rows beside long ones, exactly topk and topk + 1, non-multiples of 64,
+    # seq_len 1 and 0 (long rows: one launch, rows up to 8192 tokens wide).
+    _force_path(monkeypatch, path)
+    inputs = _inputs(8, 36, 300, seed=3, device="cpu", seq_lens=[2304, 100, 2100, 1, 0, 2048, 2049, 2250])
     _roundtrip(inputs)
 
 
-def test_ties_all_zero_scores():
+@pytest.mark.parametrize("path", PATHS)
+def test_ties_all_zero_scores(monkeypatch, path):
+    _force_path(monkeypatch, path)
     inputs = _inputs(2, 36, 80, seed=4, device="cpu", seq_lens=[2200, 2304])
     inputs["weights"][0] = 0.0  # every score of row 0 is 0: any 2048 valid ids pass
     _roundtrip(inputs)
 
 
-def test_ties_duplicate_pages_content():
+@pytest.mark.parametrize("path", PATHS)
+def test_ties_duplicate_pages_content(monkeypatch, path):
     # Many exactly equal scores around the threshold: copy page contents.
+    _force_path(monkeypatch, path)
     inputs = _inputs(1, 40, 45, seed=5, device="cpu", seq_lens=[2500])
     cache = inputs["k_index_cache_fp8"]
     pages = inputs["block_table"][0].to(torch.long)
@@ -116,11 +195,47 @@ def test_ties_duplicate_pages_content():
     _roundtrip(inputs)
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_output_not_cached(monkeypatch, path):
+    _force_path(monkeypatch, path)
+    a = _inputs(1, 34, 40, seed=7, device="cpu", seq_lens=[2176])
+    b = _inputs(1, 34, 40, seed=8, device="cpu", seq_lens=[2176])
+    _roundtrip(a)
+    _roundtrip(b)
+
+
+def test_checker_rejects_wrong_selection():
+    # The checks above can fail: swapping the best selected token for the worst unselected one,
+    # or duplicating an id, is caught.
+    inputs = _inputs(1, 40, 45, seed=7, device="cpu", seq_lens=[2500])
+    out = _run(inputs)
+    expected = BUILTIN.reference(**inputs)
+    _check(inputs, out, expected)
+    q = inputs["q_index_fp8"].to(torch.float32)
+    keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
+    ids = reference.row_token_ids(inputs["block_table"][0], 2500, PS)
+    scores = reference.row_scores(q[0], keys, inputs["weights"][0], ids)
+    chosen = set(out[0].tolist())
+    worst_unselected = min((s, i) for s, i in zip(scores.tolist(), ids.tolist()) if i not in chosen)[1]
+    best = max(range(TOPK), key=lambda j: scores[(ids == out[0, j]).nonzero()[0, 0]].item())
+    swapped = out.clone()
+    swapped[0, best] = worst_unselected
+    with pytest.raises(AssertionError):
+        _check(inputs, swapped, expected)
+    duplicated = out.clone()
+    duplicated[0, 1] = duplicated[0, 0]
+    with pytest.raises(AssertionError):
+        _check(inputs, duplicated, expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# Short-row path (short_rows.py)
+
 def test_streamed_topk_path(monkeypatch):
     # The chunked (non-resident) top-k path at small sizes: a normal row, an all-tie row, a
     # short row.
-    monkeypatch.setattr(kernel, "_RESIDENT_MAX_TOKENS", 1024)
-    monkeypatch.setattr(kernel, "_CHUNK_TOKENS", 512)
+    monkeypatch.setattr(short_rows, "_RESIDENT_MAX_TOKENS", 1024)
+    monkeypatch.setattr(short_rows, "_CHUNK_TOKENS", 512)
     inputs = _inputs(3, 40, 130, seed=6, device="cpu", seq_lens=[2560, 2113, 900])
     inputs["weights"][1] = 0.0
     _roundtrip(inputs)
@@ -130,22 +245,22 @@ def test_streamed_topk_path(monkeypatch):
 def test_streamed_pages_per_program(monkeypatch, target):
     # Streamed path with several pages per scoring program (2 and 8), with a partial last
     # chunk (37 pages).
-    monkeypatch.setattr(kernel, "_RESIDENT_MAX_TOKENS", 1024)
-    monkeypatch.setattr(kernel, "_SCORE_TARGET_PROGRAMS", target)
-    assert kernel._pages_per_prog(2, 37) == (2 if target == 40 else 8)
+    monkeypatch.setattr(short_rows, "_RESIDENT_MAX_TOKENS", 1024)
+    monkeypatch.setattr(short_rows, "_SCORE_TARGET_PROGRAMS", target)
+    assert short_rows._pages_per_prog(2, 37) == (2 if target == 40 else 8)
     _roundtrip(_inputs(2, 37, 80, seed=10, device="cpu", seq_lens=[2368, 2111]))
 
 
-def test_dispatch_tables():
-    assert [kernel._path(4, t) for t in (4096, 8192, 16384, 32768)] == ["fused", "split", "fused", "streamed"]
-    assert kernel._fused_config(1, 45, 4096) == (2, 1, 8, 1)
-    assert kernel._fused_config(8, 45, 4096) == (2, 1, 8, 1)
-    assert kernel._fused_config(31, 45, 4096) == (2, 2, 8, 1)      # 31 rows x 12 programs
-    assert kernel._fused_config(2, 256, 16384) == (4, 1, 16, 1)
+def test_short_rows_schedule_tables():
+    assert [short_rows._schedule(4, t) for t in (4096, 8192, 16384, 32768)] == ["fused", "split", "fused", "streamed"]
+    assert short_rows._fused_config(1, 45, 4096) == (2, 1, 8, 1)
+    assert short_rows._fused_config(8, 45, 4096) == (2, 1, 8, 1)
+    assert short_rows._fused_config(31, 45, 4096) == (2, 2, 8, 1)      # 31 rows x 12 programs
+    assert short_rows._fused_config(2, 256, 16384) == (4, 1, 16, 1)
     for batch in (1, 7, 31, 64):
         for pages in (33, 64, 129, 256):
             tile = 1 << (pages * 64 - 1).bit_length()
-            ppd, gpp, warps, pivots = kernel._fused_config(batch, pages, tile)
+            ppd, gpp, warps, pivots = short_rows._fused_config(batch, pages, tile)
             assert warps == 4 * ppd and ppd * 2048 <= tile and gpp <= 8
 
 
@@ -153,7 +268,7 @@ def test_dispatch_tables():
 def test_fused_configs(monkeypatch, config):
     # 4-way search; one page per dot with 4 page groups per program (37 pages: a partial last
     # program); 4-page groups at 16 warps.
-    monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: config)
+    monkeypatch.setattr(short_rows, "_fused_config", lambda b, p, t: config)
     inputs = _inputs(2, 37, 130, seed=20 + config[0], device="cpu", seq_lens=[2368, 2111])
     inputs["weights"][1] = 0.0
     _roundtrip(inputs)
@@ -167,7 +282,7 @@ def test_split_tile_8192():
 
 def test_fused_tile_8192(monkeypatch):
     # The fused kernel at an 8192-key tile (4 pages per dot, 16 warps), as a 16384 tile runs it.
-    monkeypatch.setattr(kernel, "_SPLIT_TILES", ())
+    monkeypatch.setattr(short_rows, "_SPLIT_TILES", ())
     _roundtrip(_inputs(1, 70, 150, seed=22, device="cpu", seq_lens=[4470]))
 
 
@@ -175,8 +290,8 @@ def test_arrival_counters_reset(monkeypatch):
     # The last program of each row resets its counter: a persistent buffer (as on the GPU)
     # reads all-zero after every call, and a second call on it is still right.
     counters = torch.zeros(64, dtype=torch.int32)
-    monkeypatch.setattr(kernel, "_arrival_counters", lambda device, batch: counters)
-    monkeypatch.setattr(kernel, "_fused_config", lambda b, p, t: (1, 2, 4, 3))
+    monkeypatch.setattr(short_rows, "_arrival_counters", lambda device, batch: counters)
+    monkeypatch.setattr(short_rows, "_fused_config", lambda b, p, t: (1, 2, 4, 3))
     for seed in (30, 31):
         _roundtrip(_inputs(2, 34, 120, seed=seed, device="cpu", seq_lens=[2176, 2100]))
         assert bool((counters == 0).all())
@@ -190,7 +305,108 @@ def test_output_not_cached():
 
 
 # ----------------------------------------------------------------------------------------------
-# GPU (H200): contest shapes and a held-out-like long row.
+# Long-row path (long_rows.py), forced at small widths
+
+def test_scores_match_reference(monkeypatch):
+    # The scoring kernel's scratch row against the reference scores, token by token (items of
+    # 2 pages, a partial last page, 2 histogram stripes).
+    _force_plan(monkeypatch, False, 2, 2)
+    inputs = _inputs(2, 36, 80, seed=9, device="cpu", seq_lens=[2300, 2113])
+    out = torch.full((2, TOPK), 12345, dtype=torch.int32)
+    scores = kernel._launch(**inputs, topk_indices=out)[0]
+    q = inputs["q_index_fp8"].to(torch.float32)
+    keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
+    for b, seq_len in enumerate((2300, 2113)):
+        ids = reference.row_token_ids(inputs["block_table"][b], seq_len, PS)
+        want = reference.row_scores(q[b], keys, inputs["weights"][b], ids)
+        torch.testing.assert_close(scores[b, :seq_len], want, atol=1e-3, rtol=1e-4)
+    _check(inputs, out, BUILTIN.reference(**inputs))
+
+
+@pytest.mark.parametrize("one_launch", [True, False])
+def test_split_schedule(monkeypatch, one_launch):
+    # Items of 2 pages (a row spread over several programs; programs past the call's items
+    # return at once), 2 histogram stripes, 1024-token filter tiles (several filter programs
+    # per row), uneven rows: seq_len 1, exactly topk, topk + 1, a partial last page, a full row.
+    _force_plan(monkeypatch, one_launch, 2, 2)
+    monkeypatch.setattr(long_rows, "_FILTER_TILE", 1024)
+    monkeypatch.setattr(long_rows, "_ONE_LAUNCH_TILE", 1024)
+    inputs = _inputs(6, 64, 400, seed=13, device="cpu", seq_lens=[1, 2048, 2049, 3333, 0, 4096])
+    out = _roundtrip(inputs)
+    assert bool((out[0, 1:] == -1).all()) and bool((out[4] == -1).all())
+
+
+@pytest.mark.parametrize("batch", [1, 5, 9])
+def test_batch_sizes(monkeypatch, batch):
+    # The definition's own seq_lens (uniform below the width, one full row), two launches.
+    _force_plan(monkeypatch, False, 4, 1)
+    _roundtrip(_inputs(batch, 48, batch * 48 + 7, seed=40 + batch, device="cpu"))
+
+
+def test_batch_over_workspace_rows(monkeypatch):
+    # 66 rows: a 128-row work-list block and a workspace of more than the first 64 rows;
+    # mostly pass-through rows, three scored ones among them.
+    _force_path(monkeypatch, "long_rows")
+    lens = [5 + (i % 7) * 300 for i in range(66)]
+    lens[3], lens[40], lens[65] = 2100, 2176, 2049
+    _roundtrip(_inputs(66, 34, 66 * 34, seed=15, device="cpu", seq_lens=lens))
+    assert long_rows._workspaces[("cpu", None)][-1].rows >= 66
+
+
+def test_default_plan_one_launch(monkeypatch):
+    # The default plan at a small width (3 rows of up to 64 pages: one launch).
+    _force_path(monkeypatch, "long_rows")
+    assert long_rows._plan(3, 64, PS, long_rows._CPU_SMS).one_launch
+    _roundtrip(_inputs(3, 64, 200, seed=14, device="cpu", seq_lens=[4096, 2500, 1000]))
+
+
+def test_plan_table():
+    # H200 (132 SMs): serving-envelope and contest widths.
+    resident = 132 * long_rows._PROGRAMS_PER_SM
+    for batch in (1, 4, 15, 16, 30, 32, 64):
+        for pages in (33, 40, 91, 128, 129, 256, 512, 1024, 2048):
+            plan = long_rows._plan(batch, pages, PS, 132)
+            ppi = plan.pages_per_item
+            assert ppi & (ppi - 1) == 0 and ppi <= long_rows._MAX_PAGES_PER_ITEM
+            expected_items = (batch + 1) // 2 * -(-pages // ppi)
+            assert ppi == long_rows._MAX_PAGES_PER_ITEM or expected_items <= long_rows._ITEMS_PER_PROGRAM * resident
+            assert ppi == 1 or 2 * expected_items > long_rows._ITEMS_PER_PROGRAM * resident
+            assert plan.one_launch == (pages <= 128)
+            assert 1 <= plan.stripes <= long_rows._MAX_STRIPES
+    assert long_rows._plan(1, 2048, PS, 132) == long_rows._Plan(False, 4, 4)
+    assert long_rows._plan(64, 256, PS, 132) == long_rows._Plan(False, 16, 1)
+    assert long_rows._plan(30, 91, PS, 132) == long_rows._Plan(True, 4, 1)
+
+
+@pytest.mark.parametrize("one_launch", [True, False])
+def test_streamed_candidates_with_ties(monkeypatch, one_launch):
+    # More candidates than the register tile (256): the streamed select.  Row 0: every score
+    # equal; row 1: pages repeating 3 contents, so every score has ~20 exact copies and the
+    # threshold falls inside a group of ties; row 2: plain random scores.
+    _force_plan(monkeypatch, one_launch, 4, 1)
+    monkeypatch.setattr(long_rows, "_CAND_TILE", 256)
+    monkeypatch.setattr(long_rows, "_ONE_LAUNCH_TILE", 256)
+    monkeypatch.setattr(long_rows, "_FILTER_TILE", 512)
+    inputs = _inputs(3, 50, 160, seed=6, device="cpu", seq_lens=[3000, 3200, 2900])
+    inputs["weights"][0] = 0.0
+    cache = inputs["k_index_cache_fp8"]
+    pages = inputs["block_table"][1].to(torch.long)
+    for i in range(3, pages.numel()):
+        cache[pages[i]] = cache[pages[i % 3]].clone()
+    _roundtrip(inputs)
+
+
+def test_repeated_calls_reuse_workspace(monkeypatch):
+    # The persistent workspace across calls of different shapes and plans (each call must
+    # leave it zeroed for the next).
+    for seed, (one_launch, stripes) in enumerate([(False, 4), (True, 1), (False, 2)]):
+        _force_plan(monkeypatch, one_launch, 2, stripes)
+        _roundtrip(_inputs(2, 34 + seed, 120, seed=30 + seed, device="cpu",
+                           seq_lens=[2176 + seed, 2100]))
+
+
+# ----------------------------------------------------------------------------------------------
+# GPU (H200): contest shapes, serving-envelope rows (each path forced too) and the launch cache.
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 16, 31])
@@ -210,9 +426,26 @@ def test_gpu_contest_mixed_rows():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch,max_pages", [(4, 256), (64, 96), (2, 300)])
-def test_gpu_held_out_like(batch, max_pages):
+@pytest.mark.parametrize("batch,max_pages", [(4, 256), (64, 96), (2, 300), (1, 2048), (4, 1024),
+                                             (64, 256), (16, 512)])
+@pytest.mark.parametrize("path", (None,) + PATHS)
+def test_gpu_envelope_rows(monkeypatch, batch, max_pages, path):
+    # Widths up to 128K tokens (one row of each batch spans the whole width), through the
+    # shipped dispatch and through each path forced.
+    _force_path(monkeypatch, path)
     inputs = _inputs(batch, max_pages, max(11923, batch * max_pages), seed=12 + batch, device="cuda")
+    _roundtrip(inputs)
+
+
+@pytest.mark.gpu
+def test_gpu_long_rows_with_ties():
+    # 64K-token rows: one all-equal (weights 0: every token a candidate, the streamed select),
+    # one with page contents repeating every 5 pages, a short one and an exactly-topk one.
+    inputs = _inputs(4, 1024, 4096, seed=21, device="cuda", seq_lens=[65536, 60001, 700, 2048])
+    inputs["weights"][0] = 0.0
+    cache = inputs["k_index_cache_fp8"]
+    pages = inputs["block_table"][1].to(torch.long)
+    cache[pages[5:]] = cache[pages[torch.arange(5, pages.numel(), device="cuda") % 5]].clone()
     _roundtrip(inputs)
 
 
@@ -221,7 +454,8 @@ def test_gpu_timing_report():
     """Not a check: prints microseconds per call for a few shapes, back-to-back calls of ``run``
     (its launch cache: host overhead included) and one call replayed from a CUDA graph."""
     iters = 50
-    for batch, max_pages in [(1, 20), (31, 20), (1, 45), (16, 45), (1, 91), (31, 91), (4, 256), (64, 96)]:
+    for batch, max_pages in [(1, 20), (31, 20), (1, 45), (16, 45), (1, 91), (31, 91), (4, 256),
+                             (64, 96), (1, 2048), (64, 256)]:
         inputs = _inputs(batch, max_pages, max(11923, batch * max_pages), seed=3, device="cuda")
         out = torch.empty((batch, TOPK), dtype=torch.int32, device="cuda")
         for _ in range(3):
@@ -253,17 +487,20 @@ def test_gpu_timing_report():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["graph", "direct"])
-def test_gpu_launch_cache(monkeypatch, mode):
-    """The in-solution launch cache (CUDA graph or recorded direct launches): two buffer sets
-    used alternately with new contents every call (each output checked), then the call
-    captured inside a caller's graph and that graph replayed on new contents."""
+@pytest.mark.parametrize("max_pages", [45, 512])
+def test_gpu_launch_cache(monkeypatch, mode, max_pages):
+    """The in-solution launch cache (CUDA graph or recorded direct launches), the short-row (45
+    pages) and the long-row (512 pages, two launches) path: two buffer sets used alternately with new contents
+    every call (each output checked), then the call captured inside a caller's graph and that
+    graph replayed on new contents."""
     monkeypatch.setattr(kernel, "LAUNCH", mode)
     kernel._entries.clear()
-    sets = [_inputs(8, 45, 11923, seed=40 + i, device="cuda") for i in range(2)]
+    num_pages = max(11923, 8 * max_pages)
+    sets = [_inputs(8, max_pages, num_pages, seed=40 + i, device="cuda") for i in range(2)]
     outs = [torch.empty((8, TOPK), dtype=torch.int32, device="cuda") for _ in range(2)]
     for it in range(6):
         s = it % 2
-        fresh = _inputs(8, 45, 11923, seed=50 + it, device="cuda")
+        fresh = _inputs(8, max_pages, num_pages, seed=50 + it, device="cuda")
         for name in ("q_index_fp8", "weights", "seq_lens", "block_table"):
             sets[s][name].copy_(fresh[name])
         outs[s].fill_(12345)
@@ -273,10 +510,11 @@ def test_gpu_launch_cache(monkeypatch, mode):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         kernel.run(**sets[0], topk_indices=outs[0])
-    fresh = _inputs(8, 45, 11923, seed=60, device="cuda")
+    fresh = _inputs(8, max_pages, num_pages, seed=60, device="cuda")
     for name in ("q_index_fp8", "weights", "seq_lens", "block_table"):
         sets[0][name].copy_(fresh[name])
     outs[0].fill_(12345)
     graph.replay()
     torch.cuda.synchronize()
     _check(sets[0], outs[0], BUILTIN.reference(**sets[0]))
+    _assert_workspace_clean("cuda")

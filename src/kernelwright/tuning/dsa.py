@@ -9,8 +9,11 @@ Run on the H200 (one call checks and times every variant, then prints a compact 
 
 ``--previous DIR`` holds earlier copies of the kernels as ``attention.py`` / ``indexer.py`` (plain
 copies of their ``kernel.py``), timed the same way for a same-method comparison.  The harness
-drives the shipped kernels' internals (``_launch``, ``_split_config``, ``_fused_config``, the
-launch cache's ``LAUNCH`` mode), so it follows them when they change.
+drives the shipped kernels' internals (``_launch``, ``_split_config``, the indexer's short-row
+``_fused_config``, the launch cache's ``LAUNCH`` mode), so it follows them when they change.  The
+indexer's sweep points are configurations of its short-row path (``short_rows``), forced at every
+shape (``kernel.FORCE_PATH``), including 2 x 256 pages, where the shipped dispatch takes the
+long-row path.
 
 Every variant is checked with the gate's rules (indexer: valid, distinct ids of the row, -1 after
 min(topk, seq_len), sorted scores within atol = rtol = 1e-2; attention: elementwise
@@ -49,6 +52,7 @@ from kernelwright.definitions.dsa_indexer import reference as idx_reference
 from kernelwright.inputs import make_generator
 from kernelwright.solutions.dsa_attention_triton import kernel as attention_kernel
 from kernelwright.solutions.dsa_indexer_triton import kernel as indexer_kernel
+from kernelwright.solutions.dsa_indexer_triton import short_rows as indexer_short_rows
 from kernelwright.trace import RandomInput, Workload
 from kernelwright.tuning.timer import Timer
 
@@ -65,8 +69,8 @@ ATTN_SWEEP = {
     7: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
     8: [(128, 32, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (128, 32, 4, 3)],
 }
-# Indexer overrides per row tile: ("fused", pages per dot, pivots) -- groups per program by the
-# rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
+# Indexer overrides per row tile, on its short-row path: ("fused", pages per dot, pivots) --
+# groups per program by the rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
 IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
              8192: [("fused", 4, 1), ("split", 16)],
              16384: [("fused", 4, 3), ("split", 16)]}
@@ -217,21 +221,24 @@ def idx_call(mod, case):
 
 
 def idx_override(batch, pages, sweep):
-    """Monkeypatch the indexer module for one sweep point; returns (label, undo)."""
+    """Monkeypatch the indexer's short-row path for one sweep point (and force that path);
+    returns (label, undo)."""
     tile = triton.next_power_of_2(pages * PS)
-    saved = (indexer_kernel._fused_config, indexer_kernel._SPLIT_TILES, indexer_kernel._SPLIT_TOPK_WARPS)
+    short = indexer_short_rows
+    saved = (short._fused_config, short._SPLIT_TILES, short._SPLIT_TOPK_WARPS, indexer_kernel.FORCE_PATH)
+    indexer_kernel.FORCE_PATH = "short_rows"
     if sweep[0] == "fused":
         cfg = idx_cfg(batch, pages, *sweep[1:])
-        indexer_kernel._fused_config = lambda b_, p_, t_, c=cfg: c
-        indexer_kernel._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
+        short._fused_config = lambda b_, p_, t_, c=cfg: c
+        short._SPLIT_TILES = tuple(t for t in saved[1] if t != tile)
         label = f"fused{cfg}"
     else:
-        indexer_kernel._SPLIT_TILES = saved[1] + (tile,)
-        indexer_kernel._SPLIT_TOPK_WARPS = sweep[1]
+        short._SPLIT_TILES = saved[1] + (tile,)
+        short._SPLIT_TOPK_WARPS = sweep[1]
         label = f"split(topk warps {sweep[1]})"
 
     def undo():
-        indexer_kernel._fused_config, indexer_kernel._SPLIT_TILES, indexer_kernel._SPLIT_TOPK_WARPS = saved
+        short._fused_config, short._SPLIT_TILES, short._SPLIT_TOPK_WARPS, indexer_kernel.FORCE_PATH = saved
     return label, undo
 
 
@@ -240,7 +247,7 @@ def idx_cfg(batch, pages, ppd, pivots):
     groups = triton.cdiv(pages, ppd)
     warps = 4 * ppd
     gpp = 1
-    while gpp < indexer_kernel._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > indexer_kernel._FUSED_TARGET_WARPS // warps:
+    while gpp < indexer_short_rows._MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > indexer_short_rows._FUSED_TARGET_WARPS // warps:
         gpp *= 2
     return (ppd, gpp, warps, pivots)
 
@@ -292,7 +299,6 @@ def precompile(attn_cases, idx_cases):
     t = time.time()
     jobs = []
     default_split = attention_kernel._split_config
-    default_fused = indexer_kernel._fused_config
     with ThreadPoolExecutor(16) as pool, triton.AsyncCompileMode(pool, ignore_errors=True):
         for tokens, case in attn_cases.items():
             for cfg in [None] + ATTN_SWEEP.get(tokens, []):

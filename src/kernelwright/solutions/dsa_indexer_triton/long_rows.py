@@ -1,52 +1,35 @@
-"""DSA lightning-indexer top-k (dsa_topk_indexer_fp8_h64_d128_topk2048_ps64) in Triton.
+"""The indexer's long-row path (rows of LONG_ROW_MIN_PAGES pages and more in the shipped
+dispatch): the cost follows the K bytes of the call, spread over every SM.
 
-Inputs (DeepSeek-V3.2 indexer, decode):
-  q_index_fp8        [B, H=64, D=128]        float8_e4m3fn
-  k_index_cache_fp8  [P, PS=64, 1, D+4=132]  int8, DeepGEMM paged layout read as bytes: per page
-                     PS*D FP8 bytes (token-major) then PS fp32 scales
-  weights            [B, H] fp32
-  seq_lens           [B] int32 (on the device, never read by the host)
-  block_table        [B, max_pages] int32
-  topk_indices       [B, topk] int32, written in full (destination-passing style)
-
-score[t] = sum_h relu(q[b, h] . k_t * scale_t) * weights[b, h] for t < seq_len; the output holds
-the global ids (page * PS + offset) of the top min(topk, seq_len) tokens, then -1.
-
-Dispatch on shapes only (no host synchronisation, CUDA-graph capturable):
-  * max_pages * PS <= topk: every valid token is selected; one launch, grid (B,).
-  * otherwise _score_kernel, one program per item of a work list built on the device from
-    seq_lens: one item per PAGES_PER_ITEM pages of every row longer than topk, one pass-through
-    item per shorter row (the grid covers full-width rows; programs past the list return at
-    once, so the cost follows the pages of the call, not the batch width).  A score item runs
-    one FP8 tl.dot per 64-token page (K [64 x 128] . q^T [128 x 64 heads] -> fp32 [64, 64],
-    x per-token scale, relu, x weights, sum over heads), stores the 64 scores to a scratch row and counts each score's histogram
-    bin (the top HIST_BITS bits of its order-preserving int32 key) into the row's global
-    histogram with atomics, then arrives on the row's counter.  The row's last arriver finds the
-    threshold bin T (the bin holding the topk-th largest score) and the count above it.
-    - rows up to _ONE_LAUNCH_MAX_TOKENS wide (one launch): that last arriver then also filters
-      the row (ids of keys in bins > T to the output, keys in bin T to a candidate list) and
-      selects the remaining ones among the candidates;
-    - wider rows (two launches): it stores T; _filter_kernel, grid (B, row tiles), filters
-      every tile in parallel (output slots and candidate slots from one packed int64 atomic per
-      tile) and the row's last arriving tile selects among the candidates.
-  The candidate select is exact: a bisection on the candidates' keys for the key of rank
-  `need` (stopping early on an exact count), the keys above it taken, then the first ties.
+Shapes and dtypes as in kernel.py; rows wider than topk only (kernel.py handles the others).
+_score_kernel runs one program per item of a work list built on the device from seq_lens: one
+item per PAGES_PER_ITEM pages of every row longer than topk, one pass-through item per shorter
+row (the grid covers full-width rows; programs past the list return at once, so the cost
+follows the pages of the call, not the batch width).  A score item runs one FP8 tl.dot per
+64-token page (K [64 x 128] . q^T [128 x 64 heads] -> fp32 [64, 64], x per-token scale, relu,
+x weights, sum over heads), stores the 64 scores to a scratch row and counts each score's
+histogram bin (the top HIST_BITS bits of its order-preserving int32 key) into the row's global
+histogram with atomics, then arrives on the row's counter.  The row's last arriver finds the
+threshold bin T (the bin holding the topk-th largest score) and the count above it.
+  - rows up to _ONE_LAUNCH_MAX_TOKENS wide (one launch): that last arriver then also filters
+    the row (ids of keys in bins > T to the output, keys in bin T to a candidate list) and
+    selects the remaining ones among the candidates;
+  - wider rows (two launches): it stores T; _filter_kernel, grid (B, row tiles), filters
+    every tile in parallel (output slots and candidate slots from one packed int64 atomic per
+    tile) and the row's last arriving tile selects among the candidates.
+The candidate select is exact: a bisection on the candidates' keys for the key of rank `need`
+(stopping early on an exact count), the keys above it taken, then the first ties.
 All per-row counters and histograms live in a per-device workspace that every call leaves
 zeroed (each last arriver resets what its row used).
-
-On CUDA the launches of a call are captured once per call signature (data pointers, shapes,
-strides and dtypes of every tensor argument) into a CUDA graph that later calls replay.
-
-Loops whose trip count depends on device data are `while` loops (the Triton interpreter cannot
-take a tensor or a runtime scalar as a `range` bound); everything else has static trip counts.
 """
 
-from collections import OrderedDict
 from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
+
+from .common import CallShapes, _bisect_step, _order_key
 
 # Histogram bins: the top _HIST_BITS bits of each score's order key (sign, 8 exponent bits and
 # 2 mantissa bits at 11: bins 1/4 octave wide).
@@ -85,13 +68,6 @@ _CPU_SMS = 2
 
 # ---------------------------------------------------------------------------------------------
 # Device helpers
-
-@triton.jit
-def _order_key(x):
-    """fp32 -> int32 with the same order (signed compare); NaN sorts above +inf."""
-    bits = x.to(tl.int32, bitcast=True)
-    return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-
 
 @triton.jit
 def _key_bin(key, HIST_BITS: tl.constexpr):
@@ -206,22 +182,6 @@ def _filter_tile(score_row, bt_row, out_row, cand_key_row, cand_id_row, cursor, 
 
 
 @triton.jit
-def _bisect_step(lo, hi, c_hi, cnt, mid, k):
-    """One bisection step on count(key >= mid) = cnt.
-
-    Invariants: count(key >= lo) >= k, count(key >= hi) = c_hi < k (or hi = lo + 1 after an
-    exact hit).  An exact hit (cnt == k) ends the search: lo = mid - 1, hi = mid, so that
-    'key > lo' selects exactly k keys and no ties are needed.
-    """
-    ge = cnt >= k
-    exact = cnt == k
-    new_lo = tl.where(exact, mid - 1, tl.where(ge, mid, lo))
-    new_hi = tl.where(ge & (~exact), hi, mid)
-    new_c_hi = tl.where(ge & (~exact), c_hi, cnt)
-    return new_lo, new_hi, new_c_hi
-
-
-@triton.jit
 def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
     """The k largest of n <= TILE candidates, held in registers: their ids go to
     out_row[pos0 : pos0 + k] (any order; among equal keys the first ones in list order).
@@ -318,16 +278,6 @@ def _select_candidates(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
-
-@triton.jit
-def _all_selected_kernel(seq_ptr, bt_ptr, out_ptr, max_pages, stride_btb, stride_ob,
-                         TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr):
-    """max_pages * PS <= topk: every row passes through (_write_all_selected), grid (B,)."""
-    b = tl.program_id(0)
-    seq = tl.load(seq_ptr + b)
-    seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
-    _write_all_selected(seq, bt_ptr + b * stride_btb, out_ptr + b * stride_ob, TOPK, TOPK_BLOCK, PS)
-
 
 @triton.jit
 def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_ptr, arrive_ptr,
@@ -515,161 +465,38 @@ def _row_workspace(device, batch) -> _Workspace:
     return new
 
 
-def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices,
-            warmup=False, record=None):
-    """The launches of one call (``warmup``: compile only; ``record``: a list that receives
-    each launch's compiled kernel and full arguments).  Returns the per-call workspaces."""
-    batch, heads, head_dim = q_index_fp8.shape
-    page_size = k_index_cache_fp8.shape[1]
-    row_bytes = k_index_cache_fp8.shape[-1]
-    max_pages = block_table.shape[1]
-    topk = topk_indices.shape[1]
-    if batch == 0 or topk == 0:
-        return []
-    assert row_bytes == head_dim + 4 and (page_size * row_bytes) % 4 == 0
-    assert k_index_cache_fp8.is_contiguous() and q_index_fp8.stride(2) == 1
-    assert topk_indices.stride(1) == 1 and block_table.stride(1) == 1 and weights.stride(1) == 1
+def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table,
+             topk_indices):
+    """The launches of a call whose rows are wider than topk, as ([(kernel, grid, args, meta)],
+    [per-call scratch tensors: scores fp32, candidate keys int32, candidate ids int32, each
+    [B, max_pages * PS]]).  k_fp8 / k_scales: the K cache as common.k_cache_views gives it."""
     assert max(_FILTER_TILE, _CAND_TILE, _ONE_LAUNCH_TILE) < 65536  # 16-bit packed ranks
-    topk_block = triton.next_power_of_2(topk)
-    launches = []
-    scratch = []
-
-    if max_pages * page_size <= topk:
-        launches.append((_all_selected_kernel, (batch,), (
-            seq_lens, block_table, topk_indices, max_pages,
-            block_table.stride(0), topk_indices.stride(0)),
-            dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, num_warps=4)))
-    else:
-        tokens = max_pages * page_size
-        dev = q_index_fp8.device
-        plan = _plan(batch, max_pages, page_size, _num_sms(dev))
-        scores = torch.empty((batch, tokens), dtype=torch.float32, device=dev)
-        cand_keys = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
-        cand_ids = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
-        scratch += [scores, cand_keys, cand_ids]
-        ws = _row_workspace(dev, batch)
-        k_fp8 = k_index_cache_fp8.view(torch.float8_e4m3fn)
-        k_scales = k_index_cache_fp8.view(torch.float32)      # [P, PS, 1, row_bytes/4]
-        programs = batch * triton.cdiv(max_pages, plan.pages_per_item)
-        launches.append((_score_kernel, (programs,), (
-            q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, ws.hist,
-            ws.arrive[0], ws.state, cand_keys, cand_ids, topk_indices,
-            batch, max_pages, plan.stripes,
-            q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
-            block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
-            dict(TOPK=topk, TOPK_BLOCK=topk_block, H=heads, D=head_dim, PS=page_size,
-                 ROW_BYTES=row_bytes, PAGES_PER_ITEM=plan.pages_per_item,
-                 BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
-                 HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
-                 SELECT_HERE=plan.one_launch,
-                 TILE=_ONE_LAUNCH_TILE, num_warps=4)))
-        if not plan.one_launch:
-            launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
-                seq_lens, block_table, scores, ws.state, ws.cursor, ws.arrive[1],
-                cand_keys, cand_ids, topk_indices,
-                max_pages, block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
-                dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=_FILTER_TILE,
-                     CAND_TILE=_CAND_TILE, num_warps=_FILTER_WARPS)))
-    for fn, grid, args, meta in launches:
-        if warmup:
-            fn.warmup(*args, grid=grid, **meta)
-            continue
-        compiled = fn[grid](*args, **meta)
-        if record is not None:
-            record.append(_launch_record(fn, compiled, grid, args, meta))
-    return scratch
-
-
-# ---------------------------------------------------------------------------------------------
-# CUDA-graph replay of the launches (see the attention solution for the same scheme): the key
-# is everything a captured launch bakes in -- data pointers, shapes, strides and dtypes of every
-# input and output.  Every replay recomputes from the current input contents.
-
-LAUNCH = "graph"        # "graph": replay a captured CUDA graph per call signature;
-                        # "direct": call the compiled kernels' launchers with recorded arguments;
-                        # None: the Triton JIT dispatcher on every call
-_SLOTS = 8              # small LRU of call signatures (the gate rotates 2 buffer sets)
-_entries: "OrderedDict[tuple, object]" = OrderedDict()
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _sig(t):
-    return t.data_ptr(), t.shape, t.stride(), t.dtype
-
-
-def _launch_record(fn, compiled, grid, args, meta):
-    """What one launch needs to be re-issued without the JIT dispatcher: the launcher, the
-    CUfunction, the packed metadata, the 3-d grid and every argument in signature order
-    (tensors as their device addresses; constexprs included, the launcher skips them)."""
-    full = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
-    full += tuple(meta[name] for name in fn.arg_names[len(args):])
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    launcher = compiled.run
-    return launcher, compiled.function, compiled.packed_metadata, grid, full
-
-
-def _direct_entry(records, scratch, device_index):
-    """Re-issue the recorded launches on the current stream.  ``scratch`` (this signature's
-    workspaces) stays referenced here for as long as the entry lives."""
-    def launch():
-        hook = triton.knobs.runtime.launch_enter_hook      # an empty HookChain unless a
-        if hook is not None and getattr(hook, "calls", True):  # profiler listens: then JIT
-            raise _UseJit
-        stream = _raw_stream(device_index)
-        for launcher, function, packed, (g0, g1, g2), full in records:
-            launcher(g0, g1, g2, stream, function, packed, None, None, None, *full)
-    launch.scratch = scratch
-    return launch
-
-
-class _UseJit(Exception):
-    pass
-
-
-def _new_entry(args):
-    """First call of a signature: launch through the JIT (compiling if needed; the outputs of
-    this call are written by it), then build what later calls replay."""
-    if LAUNCH == "direct" and _raw_stream is not None:
-        records = []
-        scratch = _launch(*args, record=records)
-        return _direct_entry(records, scratch, args[0].device.index)
-    _launch(*args)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            _launch(*args)
-    except Exception:  # not capturable here: this signature stays on the JIT path
-        return None
-    return graph.replay
-
-
-def _cached_call(key, args):
-    """Replay the entry of ``key`` (creating it on the first call); False: use the JIT path."""
-    entry = _entries.get(key)
-    if entry is None:
-        if key in _entries:
-            return False
-        _entries[key] = _new_entry(args)
-        if len(_entries) > _SLOTS:
-            _entries.popitem(last=False)
-        return True
-    _entries.move_to_end(key)
-    try:
-        entry()
-    except _UseJit:
-        return False
-    return True
-
-
-def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices):
-    """Writes the top-k token ids of every row into ``topk_indices`` ([B, topk] int32) and
-    returns it.  Shapes and dtypes as in the module docstring; raises AssertionError on a
-    layout it does not support (non-contiguous K cache, strided inner dimensions)."""
-    args = (q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices)
-    if LAUNCH and q_index_fp8.is_cuda and not torch.cuda.is_current_stream_capturing():
-        key = (_sig(q_index_fp8), _sig(k_index_cache_fp8), _sig(weights), _sig(seq_lens),
-               _sig(block_table), _sig(topk_indices))
-        if _cached_call(key, args):
-            return topk_indices
-    _launch(*args)
-    return topk_indices
+    batch, topk, page_size, max_pages = shapes.batch, shapes.topk, shapes.page_size, shapes.max_pages
+    tokens = shapes.tokens
+    dev = q_index_fp8.device
+    plan = _plan(batch, max_pages, page_size, _num_sms(dev))
+    scores = torch.empty((batch, tokens), dtype=torch.float32, device=dev)
+    cand_keys = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
+    cand_ids = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
+    ws = _row_workspace(dev, batch)
+    programs = batch * triton.cdiv(max_pages, plan.pages_per_item)
+    launches = [(_score_kernel, (programs,), (
+        q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, ws.hist,
+        ws.arrive[0], ws.state, cand_keys, cand_ids, topk_indices,
+        batch, max_pages, plan.stripes,
+        q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
+        block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
+        dict(TOPK=topk, TOPK_BLOCK=shapes.topk_block, H=shapes.heads, D=shapes.head_dim,
+             PS=page_size, ROW_BYTES=shapes.row_bytes, PAGES_PER_ITEM=plan.pages_per_item,
+             BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
+             HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
+             SELECT_HERE=plan.one_launch,
+             TILE=_ONE_LAUNCH_TILE, num_warps=4))]
+    if not plan.one_launch:
+        launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
+            seq_lens, block_table, scores, ws.state, ws.cursor, ws.arrive[1],
+            cand_keys, cand_ids, topk_indices,
+            max_pages, block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
+            dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=_FILTER_TILE,
+                 CAND_TILE=_CAND_TILE, num_warps=_FILTER_WARPS)))
+    return launches, [scores, cand_keys, cand_ids]
