@@ -40,13 +40,14 @@ class CaseResult:
     seconds: float = 0.0
     warnings: List[str] = field(default_factory=list)
     isolation: Optional[str] = None    # the OS boundary the case's worker had (gate.notes.isolation.level)
+    timing: Dict = field(default_factory=dict)   # the deciding trace's clocks and notes.clock (see _timing)
 
     def as_dict(self) -> Dict:
         return {"case": self.case.id, "hack": self.case.hack, "hid": self.case.hid, "definition": self.case.definition,
                 "needs_cuda": self.case.needs_cuda, "expected": self.case.expected_label, "verdict": self.verdict,
                 "reasons": self.reasons, "ok": self.ok, "detail": self.detail, "latency_ms": self.latency_ms,
                 "seconds": round(self.seconds, 2), "warnings": self.warnings,
-                "isolation": self.isolation}
+                "isolation": self.isolation, "timing": self.timing}
 
 
 def gate_config(device: str):
@@ -83,6 +84,24 @@ def _latency(trace: Optional[Trace]) -> Optional[float]:
     notes = ev.gate.notes if ev.gate else {}
     value = notes.get("measured_latency_ms")
     return float(value) if value is not None else None
+
+
+def _timing(trace: Optional[Trace]) -> Dict:
+    """What the deciding trace's clocks read (ms) and why its headline took the clock it did:
+    the evidence behind a latency a case's ``min_latency_ms`` judges."""
+    if trace is None or trace.evaluation is None:
+        return {}
+    ev = trace.evaluation
+    out: Dict = {}
+    perf = ev.performance
+    if perf is not None:
+        out.update({k: getattr(perf, k, None) for k in ("clock", "latency_ms", "eager_latency_ms",
+                                                        "graph_latency_ms", "kernel_time_ms", "kernel_span_ms")})
+        out["samples_ms"] = list(getattr(perf, "latency_samples_ms", None) or [])[:20]
+    notes = ev.gate.notes if ev.gate else {}
+    if notes.get("clock"):
+        out["notes_clock"] = notes["clock"]
+    return out
 
 
 def isolation_of(traces: List[Trace]) -> Optional[str]:
@@ -208,7 +227,7 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     if case.held_out and verdict == PASS and len(traces) <= len(workloads):
         ok, detail = False, "no held-out workload was evaluated"
     result = CaseResult(case, verdict, reasons, ok, detail, latency, time.perf_counter() - started, warnings,
-                        isolation)
+                        isolation, _timing(deciding))
     log(f"{case.id}: {verdict} {reasons} ({'ok' if ok else 'UNEXPECTED'})")
     return result
 
