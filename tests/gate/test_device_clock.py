@@ -240,3 +240,31 @@ def test_a_kernel_that_started_before_the_release_is_unmeasured_work():
     h = clocks.decide()
     assert clocks.unmeasured_work(h) is None
     assert cupti_span_reference(clocks, h) == pytest.approx(h.eager_ms)       # some ran idle: eager
+
+
+@pytest.mark.gpu
+def test_a_triton_kernel_replayed_from_a_torch_graph_counts_as_launched():
+    import triton
+    import triton.language as tl
+
+    from kernelwright.gate.worker import LaunchCounter
+
+    @triton.jit
+    def _kw_graph_probe(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+    counter = LaunchCounter()
+    assert counter.install(interpreter=False)
+    x = torch.zeros(1, device="cuda")
+    _kw_graph_probe[(1,)](x)                     # compiled and counted eagerly
+    torch.cuda.synchronize()
+    before = counter.by_name.get("_kw_graph_probe", [0])[0]
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        _kw_graph_probe[(1,)](x)
+    assert counter.by_name.get("_kw_graph_probe", [0])[0] == before      # captured: not run
+    g.replay()
+    g.replay()
+    torch.cuda.synchronize()
+    assert counter.by_name["_kw_graph_probe"][0] == before + 2
+    assert float(x.item()) == 3.0

@@ -37,3 +37,55 @@ def test_the_honest_triton_indexer_and_a_cuda_solution_pass():
     assert guards.provenance_verdict({"mystery_kernel": [8, 50.0]}, launched={})[0] == guards.NO_KERNELS
     # without a launch record (the torch-profiler path) unknown names keep the old benefit of the doubt
     assert guards.provenance_verdict({"mystery_kernel": [8, 50.0]})[0] is None
+
+
+# -- launches replayed from a CUDA graph (the shipped solutions replay their own graphs) --------
+
+class _FakeGraph:
+    """Stands in for torch.cuda.CUDAGraph on the CPU: the three methods the counter wraps."""
+
+    def capture_begin(self, *args, **kwargs):
+        pass
+
+    def capture_end(self):
+        pass
+
+    def replay(self):
+        pass
+
+
+def _counting_graph_class():
+    from kernelwright.gate.worker import LaunchCounter
+
+    cls = type("Graph", (_FakeGraph,), {})
+    state, by_name, capture = {"total": 0}, {}, {"names": None}
+    LaunchCounter._count_graph_replays(cls, state, by_name, capture)
+    return cls, state, by_name, capture
+
+
+def test_each_replay_counts_the_launches_captured_into_the_graph():
+    cls, state, by_name, capture = _counting_graph_class()
+    g = cls()
+    g.capture_begin()
+    capture["names"]["_score_kernel"] = 2         # what the JIT wrapper records while capturing
+    capture["names"]["_topk_kernel"] = 1
+    g.capture_end()
+    assert capture["names"] is None and by_name == {}
+    g.replay()
+    g.replay()
+    assert by_name["_score_kernel"][0] == 4 and by_name["_topk_kernel"][0] == 2 and state["total"] == 6
+    # a graph the counter never saw captured adds nothing, nor does an attribute on the graph
+    other = cls()
+    other.launches = {"_score_kernel": 100}
+    other.replay()
+    assert by_name["_score_kernel"][0] == 4
+
+
+def test_the_shipped_solutions_pass_provenance_when_their_kernels_come_from_a_graph():
+    # the CUPTI names of one H200 MoE call replayed from the solution's graph (2026-12-02), with
+    # the launch counts the replay wrapper now reports: not NO_KERNELS
+    kernels = {"_align_kernel": [3, 6.0], "_gemm1_kernel": [3, 60.0], "_gemm1_splitk_epilogue": [3, 6.0],
+               "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIiEESt5arrayIPcLm1EEEEviT0_T1_": [3, 3.0]}
+    launched = {"_align_kernel": 3, "_gemm1_kernel": 3, "_gemm1_splitk_epilogue": 3}
+    assert guards.provenance_verdict(kernels, launched=launched)[0] is None
+    assert guards.provenance_verdict(kernels, launched={})[0] == guards.NO_KERNELS

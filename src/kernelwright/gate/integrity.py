@@ -78,6 +78,8 @@ _CLASSES = (
     # the launch counter's wrappers (worker.LaunchCounter): replacing one hides or fakes launches
     ("triton InterpretedFunction", lambda: __import__("triton.runtime.interpreter", fromlist=["_"]).InterpretedFunction),
     ("triton JITFunction", lambda: __import__("triton.runtime.jit", fromlist=["_"]).JITFunction),
+    # ... and its graph wrappers (a replay counts the Triton launches captured into the graph)
+    ("torch.cuda.CUDAGraph", lambda: __import__("torch").cuda.CUDAGraph),
 )
 
 Entry = Tuple[str, Any, Any, Any]   # (label, owner, attribute name, original object)

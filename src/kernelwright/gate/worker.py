@@ -26,7 +26,7 @@ import tempfile
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -184,6 +184,9 @@ class LaunchCounter:
         clock = T.now_s
         prefix = "triton::" if interpreter else ""
 
+        capture: Dict[str, Any] = {"names": None}      # the launches of the torch graph being captured
+        capturing = (lambda: False) if interpreter else torch.cuda.is_current_stream_capturing
+
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
@@ -195,6 +198,13 @@ class LaunchCounter:
             # the launched kernel's own name where the launcher returns it (CompiledKernel.name)
             name = getattr(result, "name", None) if not interpreter else None
             name = prefix + (name if isinstance(name, str) else getattr(fn_self, "__name__", "?"))
+            if capturing():
+                # captured, not run: counted on each replay of a torch graph, and never for a
+                # capture the counter did not see begin (a raw driver capture)
+                names = capture["names"]
+                if names is not None:
+                    names[name] = names.get(name, 0) + 1
+                return result
             agg = by_name.setdefault(name, [0, 0.0])
             agg[0] += 1
             agg[1] += (clock() - t0) * 1e6
@@ -203,9 +213,51 @@ class LaunchCounter:
 
         launcher.run = run
         self._code = run.__code__
+        if not interpreter:
+            self._count_graph_replays(torch.cuda.CUDAGraph, state, by_name, capture)
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
         self._set_ablate = lambda on: state.__setitem__("ablate", bool(on))
         return True
+
+
+    @staticmethod
+    def _count_graph_replays(cls: type, state: Dict[str, Any], by_name: Dict[str, List[float]],
+                             capture: Dict[str, Any]) -> None:
+        """CUDA: wrap ``cls`` (``torch.cuda.CUDAGraph``)'s capture and replay so that each replay of a
+        graph counts the Triton launches captured into it (a solution that replays its own
+        graphs launches its kernels through ``replay``, never through the JIT launcher).  The
+        captured names live in this closure, keyed by the graph's id and checked against a weak
+        reference to it, so neither an attribute write nor a recycled id adds launches."""
+        import weakref
+
+        begin, end, replay = cls.capture_begin, cls.capture_end, cls.replay
+        graphs: Dict[int, Tuple[Any, Dict[str, int]]] = {}
+
+        def capture_begin(self, *args, **kwargs):
+            result = begin(self, *args, **kwargs)
+            capture["names"] = {}
+            return result
+
+        def capture_end(self, *args, **kwargs):
+            names, capture["names"] = capture["names"], None
+            result = end(self, *args, **kwargs)
+            try:
+                ref = weakref.ref(self)
+            except TypeError:
+                ref = lambda graph=self: graph
+            graphs[id(self)] = (ref, dict(names or {}))
+            return result
+
+        def counted_replay(self, *args, **kwargs):
+            result = replay(self, *args, **kwargs)
+            entry = graphs.get(id(self))
+            if entry is not None and entry[0]() is self:
+                for name, n in entry[1].items():
+                    by_name.setdefault(name, [0, 0.0])[0] += n
+                    state["total"] += n
+            return result
+
+        cls.capture_begin, cls.capture_end, cls.replay = capture_begin, capture_end, counted_replay
 
 
 class HostOpRecorder:
