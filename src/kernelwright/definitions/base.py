@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
+from kernelwright.gate import guards
 from kernelwright.trace import Definition, Workload
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -41,13 +42,13 @@ class WorkloadProblem(ValueError):
     """A workload the trusted parent cannot prepare: its message is one line, and ``reason`` the
     code its (non-PASSED) trace carries; the run goes on with the next workload."""
 
-    reason = "WORKLOAD_INPUT"
+    reason = guards.WORKLOAD_INPUT
 
 
 class ReferenceFailed(WorkloadProblem):
     """The definition's reference raised on a workload's inputs (one line: file, line, error)."""
 
-    reason = "REFERENCE_FAILED"
+    reason = guards.REFERENCE_FAILED
 
 
 @dataclass(frozen=True)

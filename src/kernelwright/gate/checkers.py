@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import torch
 
 from kernelwright.definitions.base import StrictRule, Tolerance
+from kernelwright.gate import guards
 from kernelwright.gate.guards import STRICT_TOLERANCE
 from kernelwright.trace import EvaluationStatus
 
@@ -186,12 +187,12 @@ def check_shapes_dtypes(outputs: Mapping[str, torch.Tensor], expected: Mapping[s
     for name, ref in expected.items():
         out = outputs.get(name)
         if out is None:
-            return CheckResult(EvaluationStatus.INCORRECT_SHAPE, reason="MISSING_OUTPUT", detail=f"output {name!r} missing")
+            return CheckResult(EvaluationStatus.INCORRECT_SHAPE, reason=guards.MISSING_OUTPUT, detail=f"output {name!r} missing")
         if tuple(out.shape) != tuple(ref.shape):
-            return CheckResult(EvaluationStatus.INCORRECT_SHAPE, reason="SHAPE",
+            return CheckResult(EvaluationStatus.INCORRECT_SHAPE, reason=guards.SHAPE,
                                detail=f"{name}: shape {tuple(out.shape)} != {tuple(ref.shape)}")
         if out.dtype != ref.dtype:
-            return CheckResult(EvaluationStatus.INCORRECT_DTYPE, reason="DTYPE",
+            return CheckResult(EvaluationStatus.INCORRECT_DTYPE, reason=guards.DTYPE,
                                detail=f"{name}: dtype {out.dtype} != {ref.dtype}")
     return None
 
@@ -226,13 +227,13 @@ def _contest_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: b
         worst.matched_ratio = min(worst.matched_ratio, matched)
         if nonfinite:
             worst.status = EvaluationStatus.INCORRECT_NUMERICAL
-            worst.reason = "NON_FINITE"
+            worst.reason = guards.NON_FINITE
             worst.detail = f"{name}: {nonfinite} non-finite elements (unwritten output or overflow)"
             worst.max_absolute_error = math.inf
             return worst
         if matched < tol.required_matched_ratio:
             worst.status = EvaluationStatus.INCORRECT_NUMERICAL
-            worst.reason = "TOLERANCE"
+            worst.reason = guards.TOLERANCE
             worst.detail = (f"{name}: matched ratio {matched:.4f} < {tol.required_matched_ratio} "
                             f"(atol {tol.atol}, rtol {tol.rtol})")
             return worst
@@ -270,11 +271,11 @@ def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, A
         chosen = row[row >= 0]
         invalid = None
         if (row < -1).any():
-            invalid = ("INVALID_INDEX", f"row {b}: negative index other than -1 (unwritten output?)")
+            invalid = (guards.INVALID_INDEX, f"row {b}: negative index other than -1 (unwritten output?)")
         elif chosen.numel() != torch.unique(chosen).numel():
-            invalid = ("DUPLICATE_INDEX", f"row {b}: duplicate indices")
+            invalid = (guards.DUPLICATE_INDEX, f"row {b}: duplicate indices")
         elif chosen.numel() and not torch.isin(chosen, valid_ids).all():
-            invalid = ("INVALID_INDEX", f"row {b}: index outside the row's pages or beyond seq_len")
+            invalid = (guards.INVALID_INDEX, f"row {b}: index outside the row's pages or beyond seq_len")
         if invalid is not None:
             res = CheckResult(EvaluationStatus.INCORRECT_NUMERICAL, math.inf, math.inf, 0.0, *invalid)
             strict = {"topk_indices": {"rel_l2": math.inf, "row_rel_l2": math.inf}} if tol.strict else {}
@@ -294,7 +295,7 @@ def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, A
         result.matched_ratio = min(result.matched_ratio, matched)
         if (nonfinite or matched < tol.required_matched_ratio) and result.passed:
             result.status = EvaluationStatus.INCORRECT_NUMERICAL
-            result.reason = "TOLERANCE"
+            result.reason = guards.TOLERANCE
             result.detail = f"row {b}: sorted scores differ (matched {matched:.4f}, {chosen.numel()} valid of {ref_ids.numel()})"
         if chosen.numel() != ref_ids.numel():
             worst_row = math.inf

@@ -753,7 +753,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
         check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]), trial.expected,
                               ctx.builtin.tolerance, trial.inputs)
         if not check.passed:
-            return _rejected(ctx, run, check.reason or "TOLERANCE", f"trial {t}: {check.detail}", gate, check), None
+            return _rejected(ctx, run, check.reason or guards.TOLERANCE, f"trial {t}: {check.detail}", gate, check), None
         checks.append(check)
         worst.max_absolute_error = max(worst.max_absolute_error, check.max_absolute_error)
         worst.max_relative_error = max(worst.max_relative_error, check.max_relative_error)

@@ -49,6 +49,13 @@ EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
 WORKLOAD_INPUT = "WORKLOAD_INPUT"            # the parent could not prepare a workload's inputs (definitions/fixed.py)
 REFERENCE_FAILED = "REFERENCE_FAILED"        # the definition's reference raised on a workload's inputs
+BUILD_FAILED = "BUILD_FAILED"                # the solution did not import/compile
+SHAPE = "SHAPE"                              # an output's shape differs from the definition
+DTYPE = "DTYPE"                              # an output's dtype differs from the definition
+MISSING_OUTPUT = "MISSING_OUTPUT"            # an output is missing
+OUTPUT_COUNT = "OUTPUT_COUNT"                # a value-returning solution returned the wrong number of outputs
+INVALID_INDEX = "INVALID_INDEX"              # indexer: an index outside its row's pages / beyond seq_len, or < -1
+DUPLICATE_INDEX = "DUPLICATE_INDEX"          # indexer: the same token id twice in a row
 
 # -- thresholds of the clock guards (docs/gate.md, section 2) ----------------------------------
 # UNMEASURED_WORK: the device-synchronised wall clock, less an empty measurement, may exceed the
@@ -67,12 +74,12 @@ REASONS = {
                           "hook on them would go unseen: not judged (a failure of the gate, not of the solution)",
     STRICT_TOLERANCE: "within the contest rule but outside the definition's strict rule: relative L2 error of an "
                       "output, or of its worst row, above the threshold (docs/gate.md, the strict verdict)",
-    "INVALID_INDEX": "indexer: an index outside its row's pages / beyond seq_len, or < -1",
-    "DUPLICATE_INDEX": "indexer: the same token id twice in a row",
-    "SHAPE": "output shape differs from the definition",
-    "DTYPE": "output dtype differs from the definition",
-    "MISSING_OUTPUT": "an output is missing",
-    "OUTPUT_COUNT": "a value-returning solution returned the wrong number of outputs",
+    INVALID_INDEX: "indexer: an index outside its row's pages / beyond seq_len, or < -1",
+    DUPLICATE_INDEX: "indexer: the same token id twice in a row",
+    SHAPE: "output shape differs from the definition",
+    DTYPE: "output dtype differs from the definition",
+    MISSING_OUTPUT: "an output is missing",
+    OUTPUT_COUNT: "a value-returning solution returned the wrong number of outputs",
     STALE_OUTPUT: "a sampled timed iteration's output is wrong for that iteration's inputs",
     GRAPH_STALE_OUTPUT: "a CUDA-graph replay's output is wrong for the replayed inputs",
     OUTPUT_PREWRITTEN: "an output buffer no longer held the poison right before the timed call: code ran in the "
@@ -107,7 +114,7 @@ REASONS = {
     WORKLOAD_INPUT: "a workload's input could not be had as the definition says (a missing safetensors file or "
                     "tensor key, another shape or dtype, a broken constraint, a blob changed during the run)",
     REFERENCE_FAILED: "the definition's reference raised on the workload's inputs",
-    "BUILD_FAILED": "the solution did not import/compile",
+    BUILD_FAILED: "the solution did not import/compile",
 }
 
 

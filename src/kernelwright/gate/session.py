@@ -295,7 +295,7 @@ class WorkerSession:
                     why = f"a call ran past the per-call limit of {step_s:g} s (--timeout)"
                 else:
                     why = f"no reply within {timeout_s:g} s" + (" (--timeout)" if self.timeouts.step_s else "")
-                return {"ok": False, "status": "TIMEOUT", "reason": "TIMEOUT", "line": why,
+                return {"ok": False, "status": "TIMEOUT", "reason": guards.TIMEOUT, "line": why,
                         "error": why + "\n" + self.log_tail()}
             try:
                 if self.conn.poll(min(remaining, 1.0)):

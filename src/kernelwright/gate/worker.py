@@ -443,9 +443,9 @@ class Harness:
                 if prep and msg.get("trusted"):
                     self.prepare = getattr(module, prep)
         except Exception as exc:
-            raise self._solution_error("COMPILE_ERROR", "BUILD_FAILED", exc) from exc
+            raise self._solution_error("COMPILE_ERROR", guards.BUILD_FAILED, exc) from exc
         if not callable(self.fn):
-            raise SolutionError("COMPILE_ERROR", "BUILD_FAILED", f"entry {solution.spec.entry_point} is not callable")
+            raise SolutionError("COMPILE_ERROR", guards.BUILD_FAILED, f"entry {solution.spec.entry_point} is not callable")
         self.threads_at_load = guards.native_thread_names()
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "py_threads": threading.active_count(), "py_threads_before": py_before,
@@ -551,7 +551,7 @@ class Harness:
         else:
             items = [returned]
         if len(items) != len(names):
-            raise SolutionError("INCORRECT_SHAPE", "OUTPUT_COUNT", f"returned {len(items)} outputs, expected {len(names)}")
+            raise SolutionError("INCORRECT_SHAPE", guards.OUTPUT_COUNT, f"returned {len(items)} outputs, expected {len(names)}")
         inputs = [a for a in args if isinstance(a, torch.Tensor)]
         for item, buf, name in zip(items, outputs, names):
             if type(item) is not torch.Tensor:
@@ -565,9 +565,9 @@ class Harness:
             if item.device != buf.device:
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_WRONG_DEVICE, f"output {name!r} on {item.device}")
             if tuple(item.shape) != tuple(buf.shape):
-                raise SolutionError("INCORRECT_SHAPE", "SHAPE", f"output {name!r} shape {tuple(item.shape)} != {tuple(buf.shape)}")
+                raise SolutionError("INCORRECT_SHAPE", guards.SHAPE, f"output {name!r} shape {tuple(item.shape)} != {tuple(buf.shape)}")
             if item.dtype != buf.dtype:
-                raise SolutionError("INCORRECT_DTYPE", "DTYPE", f"output {name!r} dtype {item.dtype} != {buf.dtype}")
+                raise SolutionError("INCORRECT_DTYPE", guards.DTYPE, f"output {name!r} dtype {item.dtype} != {buf.dtype}")
             if any(guards.overlaps(item, x) for x in inputs):
                 raise SolutionError("RUNTIME_ERROR", guards.OUTPUT_ALIASES_INPUT, f"output {name!r} is a view of an input")
             if any(guards.overlaps(item, p) for p in self._previous_returned):

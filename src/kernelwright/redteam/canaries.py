@@ -44,6 +44,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
+from kernelwright.gate import guards
 from kernelwright.trace import Solution, Workload
 from kernelwright.trace.solution import BuildSpec, SourceFile
 
@@ -277,7 +278,7 @@ def run_canary(builtin_name: str, kind: str, device: str, out_root: Path, cfg=No
             else:
                 gate = trace.evaluation.gate
                 codes = list(gate.reasons if gate else [trace.evaluation.status.value])
-                if "STALE_OUTPUT" in codes:
+                if guards.STALE_OUTPUT in codes:
                     weak.append(w.uuid)
                 for r in codes:
                     if r not in reasons:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
+from kernelwright.gate import guards
 from kernelwright.redteam.catalogue import CASES, PASS, Case, get_case
 from kernelwright.trace import Trace
 
@@ -154,7 +155,7 @@ def run_case(case: Case, device: str, out_root: Path, cfg=None, log: Callable[[s
     cannot tell who changed a protected file).  The retry is noted in the result."""
     first = _run_case_once(case, device, out_root, cfg, log, attempt=0)
     expected = set() if case.expected == PASS else set(case.expected)
-    if "FILE_TAMPERED" in first.reasons and "FILE_TAMPERED" not in expected:
+    if guards.FILE_TAMPERED in first.reasons and guards.FILE_TAMPERED not in expected:
         again = _run_case_once(case, device, out_root, cfg, log, attempt=1)
         again.warnings.append(f"retried: the first run was rejected with FILE_TAMPERED ({first.detail[:200]})")
         return again
