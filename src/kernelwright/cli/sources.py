@@ -65,7 +65,7 @@ def read_workload_file(path: Path, definition: Definition) -> List[Workload]:
         lines = path.read_text().splitlines()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from exc
-    base = definition.name.replace("__quick", "")
+    base = definitions.base_name(definition.name)
     found: List[Workload] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -112,7 +112,7 @@ def _first_error(exc: Exception) -> str:
 
 
 def _quick(builtin: BuiltinDefinition, quick: bool) -> BuiltinDefinition:
-    return builtin.quick_variant() if quick and not builtin.name.endswith("__quick") else builtin
+    return builtin.quick_if(quick)
 
 
 def from_definition_file(path: Path, quick: bool, workload_file: Optional[Path]) -> Target:
@@ -154,7 +154,7 @@ def from_trace_set(ts: TraceSet, name: str, quick: bool, workload_file: Optional
                    receive: bool = True) -> Target:
     """Definition ``name`` of a TraceSet with the set's workloads (or those of ``workload_file``).
     ``receive``: the traces go into the set.  Raises UsageError naming the known definitions."""
-    base = name.replace("__quick", "")
+    base = definitions.base_name(name)
     definition = ts.definitions.get(base)
     if definition is None:
         known = ", ".join(sorted(ts.definitions)[:12]) or "none"

@@ -71,11 +71,11 @@ def build_plans(args) -> List[Any]:
     chosen = ([definitions.get(n) for n in args.definition] if args.definition
               else definitions.all_builtins(include_demo=False))
     if args.quick:
-        chosen = [b.quick_variant() if not b.name.endswith("__quick") else b for b in chosen]
+        chosen = [b.quick_if(True) for b in chosen]
     extra = [load_solution(p) for p in args.solution or []]
     plans = []
     for b in chosen:
-        base = b.name.replace("__quick", "")
+        base = b.base_name
         cands = [] if args.no_shipped else [Candidate(s, s.name) for s in shipped_solutions(base)]
         cands += [Candidate(s, s.name) for s in extra if s.definition == base]
         if cands:

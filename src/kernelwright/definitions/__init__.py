@@ -12,7 +12,8 @@ from typing import Dict, List, Optional
 import dataclasses
 from pathlib import Path
 
-from kernelwright.definitions.base import BuiltinDefinition, RooflineWork, Tolerance
+from kernelwright.definitions.base import (QUICK_SUFFIX, BuiltinDefinition, RooflineWork, Tolerance, base_name,
+                                           is_quick, quick_name)
 
 
 class UnknownDefinition(KeyError):
@@ -38,8 +39,8 @@ def all_builtins(include_demo: bool = True) -> List[BuiltinDefinition]:
 def get(name: str) -> BuiltinDefinition:
     """Look up a built-in definition.  Raises UnknownDefinition with the known names."""
     reg = _registry()
-    quick = name.endswith("__quick")
-    base = name[: -len("__quick")] if quick else name
+    quick = is_quick(name)
+    base = base_name(name)
     found = reg.get(base) or next((b for b in reg.values() if b.short == base), None)
     if found is None:
         known = ", ".join(sorted(list(reg) + [b.short for b in reg.values()]))
@@ -73,8 +74,8 @@ def resolve(locator: str) -> BuiltinDefinition:
     if ":" in locator:
         import importlib
 
-        if locator.endswith("__quick"):
-            return resolve(locator[: -len("__quick")]).quick_variant()
+        if is_quick(locator):
+            return resolve(base_name(locator)).quick_variant()
         module_name, _, attr = locator.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), attr)
@@ -164,5 +165,5 @@ def data_files(builtin: BuiltinDefinition, workloads) -> List[str]:
     return files + fixed.referenced_files(workloads, root)
 
 
-__all__ = ["BuiltinDefinition", "RooflineWork", "Tolerance", "UnknownDefinition", "adopt", "all_builtins", "data_files", "get", "get_or_none",
-           "resolve", "same_spec"]
+__all__ = ["BuiltinDefinition", "QUICK_SUFFIX", "RooflineWork", "Tolerance", "UnknownDefinition", "adopt", "all_builtins",
+           "base_name", "data_files", "get", "get_or_none", "is_quick", "quick_name", "resolve", "same_spec"]

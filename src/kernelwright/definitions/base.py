@@ -38,6 +38,26 @@ def context_of(uuid: str) -> Optional[int]:
     return int(found.group(1)) if found else None
 
 
+
+# -- the quick variant's name: ``<name>__quick`` (``BuiltinDefinition.quick_variant``) ----------
+QUICK_SUFFIX = "__quick"
+
+
+def quick_name(name: str) -> str:
+    """The name of ``name``'s quick variant: ``<name>__quick``."""
+    return name + QUICK_SUFFIX
+
+
+def is_quick(name: str) -> bool:
+    """Whether ``name`` (a definition name, alias or locator) names a quick variant."""
+    return name.endswith(QUICK_SUFFIX)
+
+
+def base_name(name: str) -> str:
+    """``name`` without its ``__quick`` suffix (the full-size definition's name)."""
+    return name[: -len(QUICK_SUFFIX)] if is_quick(name) else name
+
+
 class WorkloadProblem(ValueError):
     """A workload the trusted parent cannot prepare: its message is one line, and ``reason`` the
     code its (non-PASSED) trace carries; the run goes on with the next workload."""
@@ -215,7 +235,16 @@ class BuiltinDefinition:
     @property
     def base_name(self) -> str:
         """The definition's name without the ``__quick`` suffix of ``quick_variant``."""
-        return self.name.replace("__quick", "")
+        return base_name(self.name)
+
+    @property
+    def is_quick(self) -> bool:
+        """Whether this is a ``quick_variant`` (its name ends in ``__quick``)."""
+        return is_quick(self.name)
+
+    def quick_if(self, quick: bool) -> "BuiltinDefinition":
+        """The quick variant when ``quick`` and this is not one already, else this definition."""
+        return self.quick_variant() if quick and not self.is_quick else self
 
     def foreign_solution(self, solution) -> Optional[str]:
         """A one-line problem when ``solution`` (a trace.Solution) was written for another
@@ -242,7 +271,7 @@ class BuiltinDefinition:
         if self.blob_root is not None:
             raise ValueError(f"{self.name}: take the quick variant before wrapping fixed inputs")
 
-        small = self.definition.with_const_axes(self.quick_axes, f"{self.name}__quick")
+        small = self.definition.with_const_axes(self.quick_axes, quick_name(self.name))
         full_hidden = self.hidden_workloads
 
         def size(w: Workload) -> int:
@@ -261,7 +290,7 @@ class BuiltinDefinition:
             return small or ranked[:1]
 
         return replace(self, definition=small, public_workloads=self.quick_workloads,
-                       hidden_workloads=small_hidden, ref=f"{self.ref}__quick" if self.ref else None,
+                       hidden_workloads=small_hidden, ref=quick_name(self.ref) if self.ref else None,
                        sweep_workloads=None)
 
 

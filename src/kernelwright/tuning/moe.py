@@ -593,12 +593,12 @@ def sweep(args) -> None:
                   (None, "prefill", [20])]
         VALIDATE = [(2, 0), (9, 32)]
     t0 = time.time()
-    from kernelwright.definitions import get
+    from kernelwright.definitions import get, quick_name
     from kernelwright.solutions.moe_fp8_triton import kernel as moe_kernel
 
     print(torch.cuda.get_device_name() if not SMOKE else "cpu", "torch", torch.__version__,
           "triton", triton.__version__, flush=True)
-    builtin = get("moe__quick" if SMOKE else "moe")
+    builtin = get(quick_name("moe") if SMOKE else "moe")
     wls = {w.axes["seq_len"]: w for w in builtin.public_workloads()}
     ts = [int(x) for x in args.ts.split(",")] if args.ts else TS
     if SMOKE:

@@ -179,8 +179,7 @@ def evaluate_request(request: Dict[str, Any]) -> Dict[str, Any]:
     started = time.time()
     device = "cpu" if request["device"] == "cpu" else "cuda"
     builtin = definitions.resolve(request["definition"])
-    if request.get("quick") and not builtin.name.endswith("__quick"):
-        builtin = builtin.quick_variant()
+    builtin = builtin.quick_if(bool(request.get("quick")))
     cfg = _gate_config(device, bool(request.get("quick")), request.get("gate") or {})
     out = Path(request["out"])
     sol = load_solution_folder(Path(request["solution_dir"]))
@@ -193,7 +192,7 @@ def evaluate_request(request: Dict[str, Any]) -> Dict[str, Any]:
         best = load_solution_folder(Path(request["compare_dir"])).model_copy(update={"name": request["compare_label"]})
         cands.append(Candidate(best, request["compare_label"]))
     if request.get("baselines") and device == "cuda":
-        cands += _baseline_candidates(builtin.name.replace("__quick", ""))
+        cands += _baseline_candidates(builtin.base_name)
     result = run_bench([BenchPlan(builtin, workloads, cands)], cfg, out)
     traces = result.traces.get(builtin.name, [])
     by_label: Dict[str, List[Dict[str, Any]]] = {}

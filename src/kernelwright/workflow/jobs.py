@@ -546,7 +546,7 @@ def profile_job(orch: Host, prof) -> Job:
     pid, cid = prof["id"], prof["candidate_id"]
     cand = runs.candidate(orch.state, cid)
     evidence = Path(cand["evidence_dir"])
-    base_def = orch.builtin.name.replace("__quick", "")
+    base_def = orch.builtin.base_name
 
     def claim() -> None:
         with orch.state.tx() as tx:

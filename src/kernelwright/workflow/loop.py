@@ -471,7 +471,7 @@ class Orchestrator:
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         flags = ["--device", "cpu", "--quick"] if self.cfg.device == "cpu" else []
-        base_def = self.builtin.name.replace("__quick", "")
+        base_def = self.builtin.base_name
         req = TurnRequest(
             workspace=workspace, prompt=prompt, system_prompt=prompts.role_prompt(role), session_id=session_id,
             allowed_tools=tools, timeout_s=self._turn_timeout(agent), role=role, env=env, metadata=metadata,

@@ -69,7 +69,7 @@ def _builtin(definition: str, quick: bool):
     from kernelwright import definitions
 
     b = definitions.resolve(definition)
-    return b.quick_variant() if quick and not b.name.endswith("__quick") else b
+    return b.quick_if(quick)
 
 
 def representatives(builtin) -> List[Any]:

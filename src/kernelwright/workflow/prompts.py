@@ -109,7 +109,7 @@ def task_md(builtin, quick: bool, device: str, surface: List[str]) -> str:
         "",
         "## Commands",
         f"- quick check: `kernelwright eval solution{flags} --out .kernelwright/scratch/eval`",
-        f"- profile: `kernelwright profile solution -d {d.name.replace('__quick', '')}"
+        f"- profile: `kernelwright profile solution -d {builtin.base_name}"
         f"{' --quick --device cpu' if device == 'cpu' else ''}`",
         "",
         f"Device of this run: {device}{' (Triton through the interpreter: TRITON_INTERPRET=1)' if device == 'cpu' else ''}.",

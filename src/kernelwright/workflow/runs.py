@@ -31,12 +31,14 @@ def builtin_of(cfg: RunConfig):
     from kernelwright import definitions
 
     b = definitions.resolve(cfg.definition)
-    return b.quick_variant() if cfg.quick and not b.name.endswith("__quick") else b
+    return b.quick_if(cfg.quick)
 
 
 def default_run_dir(definition: str) -> Path:
+    from kernelwright.definitions.base import base_name
+
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("kw-runs") / f"{definition.replace('__quick', '')}-{stamp}"
+    return Path("kw-runs") / f"{base_name(definition)}-{stamp}"
 
 
 def start_solution_dir(cfg: RunConfig) -> Path:
@@ -49,7 +51,7 @@ def start_solution_dir(cfg: RunConfig) -> Path:
         return path
     from kernelwright.solutions import SHIPPED_ROOT, shipped_solutions
 
-    base = builtin_of(cfg).name.replace("__quick", "")
+    base = builtin_of(cfg).base_name
     found = [s for s in shipped_solutions(base)]
     if len(found) != 1:
         raise ConfigError(f"no single shipped solution for {base}: pass --solution FOLDER")
