@@ -171,3 +171,26 @@ def test_bad_trace_set_and_workload_file_input_is_one_line(trace_set, tmp_path):
         assert res.exit_code == 2, (args, res.output)
         assert words in " ".join(res.output.split()), res.output
         assert len(res.output.strip().splitlines()) <= 2, res.output
+
+
+def test_a_quick_run_exported_as_a_trace_set_loads_back(tmp_path):
+    """``eval --quick`` runs a built-in's quick variant: the exported TraceSet holds that variant
+    (and the solution under the built-in's own name), and a --quick run on it finds the variant
+    (found by a newcomer run, 2026-12-02)."""
+    sol = tmp_path / "my_rmsnorm"
+    shutil.copytree(SOLUTIONS / "demo_rmsnorm_triton", sol, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = json.loads((sol / "manifest.json").read_text())
+    manifest["name"] = "my_rmsnorm"
+    (sol / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "out"
+    res = _invoke(["eval", str(sol), "--device", "cpu", "--quick", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    exported = tmp_path / "exported"
+    res = _invoke(["export-traceset", str(out), str(exported)])
+    assert res.exit_code == 0, res.output
+    ts = TraceSet.load(exported)
+    (name,) = ts.definitions
+    assert name.endswith("__quick") and ts.solutions["my_rmsnorm"].definition + "__quick" == name
+    res = _invoke(["eval", str(sol), "--device", "cpu", "--quick", "--trace-set", str(exported),
+                   "--out", str(tmp_path / "again")])
+    assert res.exit_code == 0, res.output

@@ -254,6 +254,7 @@ def bench_cmd(
     with --trace-set also into the TraceSet (its own solutions for each definition run too).
     """
     from kernelwright.gate.bench import BenchPlan, Candidate
+    from kernelwright import definitions
     from kernelwright.solutions import shipped_solutions
 
     if baseline_keys:
@@ -279,9 +280,10 @@ def bench_cmd(
         cands = []
         if not no_shipped:
             cands += [Candidate(s, s.name) for s in shipped_solutions(base_name)]
-        own = [s for s in (target.trace_set.solutions.values() if target.trace_set else []) if s.definition == base_name]
+        own = [s for s in (target.trace_set.solutions.values() if target.trace_set else [])
+               if definitions.base_name(s.definition) == base_name]
         for path, sol in [(None, s) for s in own] + extra:
-            if sol.definition != base_name:
+            if definitions.base_name(sol.definition) != base_name:
                 continue
             taken = next((c for c in cands if c.solution.name == sol.name), None)
             if taken is not None:

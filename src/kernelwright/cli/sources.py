@@ -155,6 +155,8 @@ def from_trace_set(ts: TraceSet, name: str, quick: bool, workload_file: Optional
     """Definition ``name`` of a TraceSet with the set's workloads (or those of ``workload_file``).
     ``receive``: the traces go into the set.  Raises UsageError naming the known definitions."""
     base = definitions.base_name(name)
+    if base not in ts.definitions and quick and definitions.quick_name(base) in ts.definitions:
+        base = definitions.quick_name(base)      # a TraceSet exported from a --quick run
     definition = ts.definitions.get(base)
     if definition is None:
         known = ", ".join(sorted(ts.definitions)[:12]) or "none"
