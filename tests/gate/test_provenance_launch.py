@@ -40,45 +40,165 @@ def test_the_honest_triton_indexer_and_a_cuda_solution_pass():
 
 
 # -- launches replayed from a CUDA graph (the shipped solutions replay their own graphs) --------
+# A stand-in for torch.cuda.CUDAGraph on the CPU: ``_Base`` plays the C class (what really
+# captures and replays; "the device" is RAN), ``Graph`` torch's Python class over it.  The attacks
+# are those of the red-team review of 2026-12-02 (each credited 8 launches of a vendor kernel's
+# name that never ran before the counter was hardened).
 
-class _FakeGraph:
-    """Stands in for torch.cuda.CUDAGraph on the CPU: the three methods the counter wraps."""
+X = DEEPGEMM
+RAN: list = []
 
-    def capture_begin(self, *args, **kwargs):
-        pass
+
+class _Base:
+    capturing: list = []
+
+    def __init__(self):
+        self.content, self.execs = [], 0
+
+    def capture_begin(self, *a, **k):
+        _Base.capturing.append(self)
 
     def capture_end(self):
-        pass
+        _Base.capturing.remove(self)
+        self.execs += 1                      # a new executable graph per capture
 
     def replay(self):
-        pass
+        (_Base.capturing[-1].content if _Base.capturing else RAN).extend(self.content)
+
+    def reset(self):
+        self.content = []
+
+    def raw_cuda_graph_exec(self):
+        return (id(self), self.execs)
 
 
 def _counting_graph_class():
     from kernelwright.gate.worker import LaunchCounter
 
-    cls = type("Graph", (_FakeGraph,), {})
-    state, by_name, capture = {"total": 0}, {}, {"names": None}
-    LaunchCounter._count_graph_replays(cls, state, by_name, capture)
-    return cls, state, by_name, capture
+    class Graph(_Base):
+        def capture_begin(self, *a, **k):
+            super().capture_begin(*a, **k)
+
+        def capture_end(self):
+            super().capture_end()
+
+        def replay(self):
+            super().replay()
+
+        def reset(self):
+            super().reset()
+
+    state, by_name = {"total": 0}, {}
+    note = LaunchCounter._count_graph_replays(Graph, state, by_name, lambda: bool(_Base.capturing),
+                                              lambda: id(_Base.capturing[-1]) if _Base.capturing else None)
+    RAN.clear()
+    _Base.capturing.clear()
+    return Graph, state, by_name, note
+
+
+def _launch(note, name, into, n=1):
+    """A Triton launch on a capturing stream: captured into ``into``, noted by the JIT wrapper."""
+    into.content.extend([name] * n)
+    for _ in range(n):
+        note(name)
 
 
 def test_each_replay_counts_the_launches_captured_into_the_graph():
-    cls, state, by_name, capture = _counting_graph_class()
-    g = cls()
+    G, state, by_name, note = _counting_graph_class()
+    g = G()
     g.capture_begin()
-    capture["names"]["_score_kernel"] = 2         # what the JIT wrapper records while capturing
-    capture["names"]["_topk_kernel"] = 1
+    _launch(note, "_score_kernel", g, 2)
+    _launch(note, "_topk_kernel", g)
     g.capture_end()
-    assert capture["names"] is None and by_name == {}
+    assert by_name == {}
     g.replay()
     g.replay()
+    assert RAN.count("_score_kernel") == 4
     assert by_name["_score_kernel"][0] == 4 and by_name["_topk_kernel"][0] == 2 and state["total"] == 6
-    # a graph the counter never saw captured adds nothing, nor does an attribute on the graph
-    other = cls()
+    other = G()                       # never captured through the wrapper; an attribute adds nothing
     other.launches = {"_score_kernel": 100}
     other.replay()
     assert by_name["_score_kernel"][0] == 4
+
+
+def test_a_capture_ended_through_the_c_class_credits_no_later_graph():
+    G, state, by_name, note = _counting_graph_class()
+    decoy, g = G(), G()
+    decoy.capture_begin()
+    _launch(note, X, decoy, 8)
+    _Base.capture_end(decoy)          # torch._C._CUDAGraph.capture_end: not wrapped
+    _Base.capture_begin(g)
+    g.content.append(X)               # the vendor kernel of the same name, captured
+    G.capture_end(g)
+    g.replay()
+    assert RAN == [X] and X not in by_name
+
+
+def test_two_open_captures_count_nothing():
+    G, state, by_name, note = _counting_graph_class()
+    a, b = G(), G()
+    a.capture_begin()
+    b.capture_begin()
+    _launch(note, X, a, 8)
+    b.content.append(X)
+    b.capture_end()
+    a.capture_end()
+    b.replay()
+    assert X not in by_name
+
+
+def test_reset_or_a_recapture_through_the_c_class_drops_the_count():
+    G, state, by_name, note = _counting_graph_class()
+    g = G()
+    g.capture_begin()
+    _launch(note, X, g, 8)
+    g.capture_end()
+    g.reset()
+    _Base.capture_begin(g)
+    g.content.append(X)
+    _Base.capture_end(g)
+    g.replay()
+    assert X not in by_name
+    h = G()                           # the same through the C class's reset: the executable changed
+    h.capture_begin()
+    _launch(note, X, h, 8)
+    h.capture_end()
+    _Base.reset(h)
+    _Base.capture_begin(h)
+    h.content.append(X)
+    _Base.capture_end(h)
+    h.replay()
+    assert X not in by_name
+
+
+def test_a_replay_inside_a_capture_is_not_counted():
+    G, state, by_name, note = _counting_graph_class()
+    g, outer = G(), G()
+    g.capture_begin()
+    _launch(note, X, g, 8)
+    g.capture_end()
+    _Base.capture_begin(outer)        # a capture the counter does not see
+    g.replay()                        # records a child graph: nothing runs
+    _Base.capture_end(outer)
+    assert RAN == [] and X not in by_name
+
+
+def test_a_subclass_of_the_graph_class_is_never_counted():
+    G, state, by_name, note = _counting_graph_class()
+
+    class Evil(_Base):
+        def replay(self):
+            pass                      # runs nothing
+
+    class Mine(G, Evil):
+        pass
+
+    g = Mine()
+    g.capture_begin()
+    _launch(note, X, g, 8)
+    g.capture_end()
+    g.replay()
+    assert RAN == [] and X not in by_name
 
 
 def test_the_shipped_solutions_pass_provenance_when_their_kernels_come_from_a_graph():

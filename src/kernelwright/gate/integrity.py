@@ -80,6 +80,7 @@ _CLASSES = (
     ("triton JITFunction", lambda: __import__("triton.runtime.jit", fromlist=["_"]).JITFunction),
     # ... and its graph wrappers (a replay counts the Triton launches captured into the graph)
     ("torch.cuda.CUDAGraph", lambda: __import__("torch").cuda.CUDAGraph),
+    ("torch.cuda.CUDAGraph's base", lambda: __import__("torch").cuda.CUDAGraph.__mro__[1]),   # what super() reaches
 )
 
 Entry = Tuple[str, Any, Any, Any]   # (label, owner, attribute name, original object)

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -184,8 +184,10 @@ class LaunchCounter:
         clock = T.now_s
         prefix = "triton::" if interpreter else ""
 
-        capture: Dict[str, Any] = {"names": None}      # the launches of the torch graph being captured
         capturing = (lambda: False) if interpreter else torch.cuda.is_current_stream_capturing
+        # CUDA: a launch while capturing goes to the torch graph being captured, counted per replay
+        note_captured = (lambda name: None) if interpreter else self._count_graph_replays(
+            torch.cuda.CUDAGraph, state, by_name, capturing, _capture_id)
 
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
@@ -199,11 +201,7 @@ class LaunchCounter:
             name = getattr(result, "name", None) if not interpreter else None
             name = prefix + (name if isinstance(name, str) else getattr(fn_self, "__name__", "?"))
             if capturing():
-                # captured, not run: counted on each replay of a torch graph, and never for a
-                # capture the counter did not see begin (a raw driver capture)
-                names = capture["names"]
-                if names is not None:
-                    names[name] = names.get(name, 0) + 1
+                note_captured(name)      # captured, not run
                 return result
             agg = by_name.setdefault(name, [0, 0.0])
             agg[0] += 1
@@ -213,51 +211,107 @@ class LaunchCounter:
 
         launcher.run = run
         self._code = run.__code__
-        if not interpreter:
-            self._count_graph_replays(torch.cuda.CUDAGraph, state, by_name, capture)
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
         self._set_ablate = lambda on: state.__setitem__("ablate", bool(on))
         return True
 
-
     @staticmethod
     def _count_graph_replays(cls: type, state: Dict[str, Any], by_name: Dict[str, List[float]],
-                             capture: Dict[str, Any]) -> None:
-        """CUDA: wrap ``cls`` (``torch.cuda.CUDAGraph``)'s capture and replay so that each replay of a
-        graph counts the Triton launches captured into it (a solution that replays its own
-        graphs launches its kernels through ``replay``, never through the JIT launcher).  The
-        captured names live in this closure, keyed by the graph's id and checked against a weak
-        reference to it, so neither an attribute write nor a recycled id adds launches."""
+                             capturing: Callable[[], bool],
+                             capture_id: Callable[[], Optional[int]] = lambda: None) -> Callable[[str], None]:
+        """CUDA: wrap ``cls`` (``torch.cuda.CUDAGraph``)'s capture, reset and replay so that each
+        replay of a graph counts the Triton launches captured into it (a solution that replays
+        its own graphs launches its kernels through ``replay``, never through the JIT launcher).
+        Returns ``note_captured(name)``, what the JIT wrapper calls for a launch while the current
+        stream captures.
+
+        Counted only what provably ran (red-team review, 2026-12-02): a graph of exactly ``cls``
+        (a subclass could put its own ``replay`` under ``super()``); a capture the wrapper saw
+        begin and end on the same object, with no other capture begun meanwhile (two open
+        captures count nothing) and the same CUDA capture id at both ends (``capture_id``: a
+        capture ended and begun again through the C methods gets a new one); a replay outside
+        any capture (a replay while capturing records a child graph and runs nothing); never
+        after ``reset`` or when the executable graph changed since the capture
+        (``raw_cuda_graph_exec``), nor for a graph kept for editing (``keep_graph=True``).  The
+        names live in this closure, keyed by id and checked against a weak reference.  Editing
+        an instantiated graph's nodes through the driver API is not seen (docs/gate.md, 3)."""
         import weakref
 
-        begin, end, replay = cls.capture_begin, cls.capture_end, cls.replay
-        graphs: Dict[int, Tuple[Any, Dict[str, int]]] = {}
+        begin, end, replay, reset = cls.capture_begin, cls.capture_end, cls.replay, cls.reset
+        graphs: Dict[int, Tuple[Any, Dict[str, int], Any]] = {}
+        capture: Dict[str, Any] = {"owner": None, "names": None, "id": None}
+        conflict = object()
+
+        def note_captured(name: str) -> None:
+            names = capture["names"]
+            if names is not None and capture["owner"] is not conflict:
+                names[name] = names.get(name, 0) + 1
+
+        def executable(graph) -> Any:
+            try:
+                return graph.raw_cuda_graph_exec()
+            except Exception:
+                return None
+
+        def kept(graph) -> bool:
+            try:
+                graph.raw_cuda_graph()      # only a graph made with keep_graph=True has one
+                return True
+            except Exception:
+                return False
 
         def capture_begin(self, *args, **kwargs):
             result = begin(self, *args, **kwargs)
-            capture["names"] = {}
+            if capture["owner"] is None and type(self) is cls:
+                capture.update(owner=id(self), names={}, id=capture_id())
+            else:
+                capture.update(owner=conflict, names=None, id=None)
             return result
 
         def capture_end(self, *args, **kwargs):
-            names, capture["names"] = capture["names"], None
+            mine = type(self) is cls and capture["owner"] == id(self) and capture["id"] == capture_id()
+            names = capture["names"]
+            capture.update(owner=None, names=None, id=None)
+            graphs.pop(id(self), None)
             result = end(self, *args, **kwargs)
-            try:
-                ref = weakref.ref(self)
-            except TypeError:
-                ref = lambda graph=self: graph
-            graphs[id(self)] = (ref, dict(names or {}))
+            if mine and names is not None and not kept(self):
+                try:
+                    ref = weakref.ref(self)
+                except TypeError:
+                    ref = lambda graph=self: graph
+                graphs[id(self)] = (ref, dict(names), executable(self))
             return result
+
+        def counted_reset(self, *args, **kwargs):
+            graphs.pop(id(self), None)
+            return reset(self, *args, **kwargs)
 
         def counted_replay(self, *args, **kwargs):
             result = replay(self, *args, **kwargs)
             entry = graphs.get(id(self))
-            if entry is not None and entry[0]() is self:
+            if (entry is not None and type(self) is cls and entry[0]() is self and not capturing()
+                    and executable(self) == entry[2]):
                 for name, n in entry[1].items():
                     by_name.setdefault(name, [0, 0.0])[0] += n
                     state["total"] += n
             return result
 
-        cls.capture_begin, cls.capture_end, cls.replay = capture_begin, capture_end, counted_replay
+        cls.capture_begin, cls.capture_end, cls.replay, cls.reset = capture_begin, capture_end, counted_replay, counted_reset
+        return note_captured
+
+
+def _capture_id() -> Optional[int]:
+    """The CUDA stream-capture id of torch's current stream (cudaStreamGetCaptureInfo), or None
+    when it cannot be read (no cuda-python, not capturing)."""
+    try:
+        from cuda.bindings import runtime as rt
+
+        out = rt.cudaStreamGetCaptureInfo(torch.cuda.current_stream().cuda_stream)
+        if int(out[0]) != 0 or int(out[1]) != int(rt.cudaStreamCaptureStatus.cudaStreamCaptureStatusActive):
+            return None
+        return int(out[2])
+    except Exception:
+        return None
 
 
 class HostOpRecorder:
