@@ -214,8 +214,7 @@ HOLD_RESIDENT_WAIT_S = 0.005
 """How long ``StreamHold.begin`` waits (host wall clock) for every CTA of the blocking kernel to be
 resident before the call is enqueued.  A CTA still waiting for an SM when the call's kernels are
 launched would let them start beside the hold, and would itself end the hold late, after the
-release: the start event would then miss their work (what the red-team case
-``held_side_stream`` read on the H200 on 2026-12-01: 0.10 ms for a 0.2 ms kernel)."""
+release: the start event would then miss their work."""
 
 HOLD_EXIT_SPREAD_NS = 3_000
 """How long the blocking kernel's CTAs take to leave after the release: CTA 0 sees the host's
