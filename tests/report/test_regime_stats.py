@@ -95,3 +95,9 @@ def test_workload_table_merges_summaries_of_the_same_workloads(tmp_path):
     assert rows[0].split(" | ")[1:5] == ["seq_len=1", "100.0", "—", "—"]      # no floor in these traces
     assert rows[0].endswith("| 200.0 | 2.00 |")
     assert lines[-1].endswith("| **2.00** (min 2.00) |")
+
+
+def test_a_speedup_far_below_one_keeps_two_significant_digits():
+    from kernelwright.report.markdown import _ratio
+
+    assert _ratio(0.0056) == "0.0056×" and _ratio(2.345) == "2.3×" and _ratio(None) == "—"

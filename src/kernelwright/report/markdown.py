@@ -26,6 +26,13 @@ def _fmt(x: Optional[float], spec: str = ".1f", unit: str = "") -> str:
     return "—" if x is None else f"{x:{spec}}{unit}"
 
 
+def _ratio(x: Optional[float]) -> str:
+    """A speed-up: one decimal from 1 up, two significant digits below (a CPU demo reads 0.0056×)."""
+    if x is None:
+        return "—"
+    return f"{x:.1f}×" if abs(x) >= 1 else f"{x:.2g}×"
+
+
 def _short_name(name: str) -> str:
     """The CLI's alias of a definition (``kernelwright defs``), else the name itself."""
     from kernelwright import definitions
@@ -70,7 +77,7 @@ def results_table(paths: Iterable[Path]) -> str:
                     f"| {record} | {_short_name(name)} | {sol['label']} | {sol['passed']}/{sol['workloads']} | "
                     f"{_clock(sol)} | {_fmt(sol['mean_latency_us'])} ({regimes}) | "
                     f"{_fmt(sol.get('mean_eager_latency_us'))} | {_fmt(sol.get('mean_graph_latency_us'))} | "
-                    f"{_fmt(sol['mean_speedup_vs_reference'], '.1f', '×')} | {vs or '—'} | "
+                    f"{_ratio(sol['mean_speedup_vs_reference'])} | {vs or '—'} | "
                     f"{_fmt(sol['mean_roofline_fraction'], '.2f')} / {_fmt(sol['min_roofline_fraction'], '.2f')} |")
     return "\n".join(lines)
 
@@ -87,7 +94,7 @@ def regime_table(paths: Iterable[Path]) -> str:
                     lines.append(
                         f"| {record} | {_short_name(name)} | {sol['label']} | {regime} | {st['workloads']} | "
                         f"{_fmt(st['latency_us'])} | {_fmt(st['achieved_TBps'], '.2f')} | "
-                        f"{_fmt(st['achieved_TFLOPs'], '.1f')} | {_fmt(st['speedup_vs_reference'], '.1f', '×')} |")
+                        f"{_fmt(st['achieved_TFLOPs'], '.1f')} | {_ratio(st['speedup_vs_reference'])} |")
     return "\n".join(lines)
 
 
