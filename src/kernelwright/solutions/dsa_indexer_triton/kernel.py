@@ -26,13 +26,11 @@ pointers, shapes, strides and dtypes of every tensor argument) into a CUDA graph
 calls replay.
 """
 
-from collections import OrderedDict
-
 import torch
-import triton
 
 from . import long_rows, short_rows
 from .common import all_selected_launches, call_shapes, k_cache_views
+from .launch_cache import LaunchCache, launch_record as _launch_record, signature as _sig
 
 # Block-table widths (pages) from which the long-row path runs.  Measured 2026-12-01 on the H200
 # with experiments/indexer_envelope.py (device time): long_rows wins from 256 pages (16K tokens)
@@ -81,84 +79,17 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
 
 
 # ---------------------------------------------------------------------------------------------
-# CUDA-graph replay of the launches (see the attention solution for the same scheme): the key
-# is everything a captured launch bakes in -- FORCE_PATH, and the data pointers, shapes, strides
-# and dtypes of every input and output.  Every replay recomputes from the current input contents.
+# CUDA-graph replay of the launches (launch_cache.py, the same module as in the attention
+# solution): the key is everything a captured launch bakes in -- FORCE_PATH, and the data
+# pointers, shapes, strides and dtypes of every input and output.  Every replay recomputes from
+# the current input contents.
 
 LAUNCH = "graph"        # "graph": replay a captured CUDA graph per call signature;
                         # "direct": call the compiled kernels' launchers with recorded arguments;
                         # None: the Triton JIT dispatcher on every call
 _SLOTS = 8              # small LRU of call signatures (the gate rotates 2 buffer sets)
-_entries: "OrderedDict[tuple, object]" = OrderedDict()
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _sig(t):
-    return t.data_ptr(), t.shape, t.stride(), t.dtype
-
-
-def _launch_record(fn, compiled, grid, args, meta):
-    """What one launch needs to be re-issued without the JIT dispatcher: the launcher, the
-    CUfunction, the packed metadata, the 3-d grid and every argument in signature order
-    (tensors as their device addresses; constexprs included, the launcher skips them)."""
-    full = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
-    full += tuple(meta[name] for name in fn.arg_names[len(args):])
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    launcher = compiled.run
-    return launcher, compiled.function, compiled.packed_metadata, grid, full
-
-
-def _direct_entry(records, scratch, device_index):
-    """Re-issue the recorded launches on the current stream.  ``scratch`` (this signature's
-    workspaces) stays referenced here for as long as the entry lives."""
-    def launch():
-        hook = triton.knobs.runtime.launch_enter_hook      # an empty HookChain unless a
-        if hook is not None and getattr(hook, "calls", True):  # profiler listens: then JIT
-            raise _UseJit
-        stream = _raw_stream(device_index)
-        for launcher, function, packed, (g0, g1, g2), full in records:
-            launcher(g0, g1, g2, stream, function, packed, None, None, None, *full)
-    launch.scratch = scratch
-    return launch
-
-
-class _UseJit(Exception):
-    pass
-
-
-def _new_entry(args):
-    """First call of a signature: launch through the JIT (compiling if needed; the outputs of
-    this call are written by it), then build what later calls replay."""
-    if LAUNCH == "direct" and _raw_stream is not None:
-        records = []
-        scratch = _launch(*args, record=records)
-        return _direct_entry(records, scratch, args[0].device.index)
-    _launch(*args)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            _launch(*args)
-    except Exception:  # not capturable here: this signature stays on the JIT path
-        return None
-    return graph.replay
-
-
-def _cached_call(key, args):
-    """Replay the entry of ``key`` (creating it on the first call); False: use the JIT path."""
-    entry = _entries.get(key)
-    if entry is None:
-        if key in _entries:
-            return False
-        _entries[key] = _new_entry(args)
-        if len(_entries) > _SLOTS:
-            _entries.popitem(last=False)
-        return True
-    _entries.move_to_end(key)
-    try:
-        entry()
-    except _UseJit:
-        return False
-    return True
+_cache = LaunchCache(_launch, _SLOTS)
+_entries = _cache.entries
 
 
 def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices):
@@ -169,7 +100,7 @@ def run(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_ind
     if LAUNCH and q_index_fp8.is_cuda and not torch.cuda.is_current_stream_capturing():
         key = (FORCE_PATH, _sig(q_index_fp8), _sig(k_index_cache_fp8), _sig(weights), _sig(seq_lens),
                _sig(block_table), _sig(topk_indices))
-        if _cached_call(key, args):
+        if _cache(key, args, LAUNCH):
             return topk_indices
     _launch(*args)
     return topk_indices

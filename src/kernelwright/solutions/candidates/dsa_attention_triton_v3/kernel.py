@@ -62,13 +62,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections import OrderedDict
 from typing import NamedTuple, Optional
 
 import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+from .launch_cache import LaunchCache, launch_record as _launch_record, signature as _sig
 
 LOG2E = 1.4426950408889634
 
@@ -445,94 +446,29 @@ def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output
 
 
 # ---------------------------------------------------------------------------------------------
-# CUDA-graph replay of the launches.  The host path of one eager call (Triton launches through
-# the JIT dispatcher, allocations) costs far more than the kernels on a slow host; replaying a
-# captured graph costs one graph launch.  A graph bakes in everything the launches see: the
-# data pointers, shapes, strides and dtypes of every input and output and the Python scalar
-# sm_scale, so that is the key.  The kernels inside recompute from the current input contents
-# on every replay; nothing of a previous call's result is reused.  The first call for a key
-# runs eagerly (compiling if needed) and then captures; calls made while the caller is itself
-# capturing a graph launch directly (they become part of the caller's graph).
+# CUDA-graph replay of the launches (launch_cache.py, the same module as in the shipped DSA
+# solutions).  A graph bakes in everything the launches see: the data pointers, shapes, strides
+# and dtypes of every input and output and the Python scalar sm_scale, so that is the key.  A
+# capture that fails with PDL on turns USE_PDL off for good and captures again (_drop_pdl).
 
 LAUNCH = "graph"        # "graph": replay a captured CUDA graph per call signature;
                         # "direct": call the compiled kernels' launchers with recorded arguments;
                         # None: the Triton JIT dispatcher on every call
 _SLOTS = 8              # small LRU of call signatures (the gate rotates 2 buffer sets)
-_entries: "OrderedDict[tuple, object]" = OrderedDict()
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _sig(t):
-    return t.data_ptr(), t.shape, t.stride(), t.dtype
-
-
-def _launch_record(fn, compiled, grid, args, meta):
-    """What one launch needs to be re-issued without the JIT dispatcher: the launcher, the
-    CUfunction, the packed metadata (launch options such as PDL included), the 3-d grid and
-    every argument in signature order (tensors as their device addresses; constexprs included,
-    the launcher skips them)."""
-    full = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
-    full += tuple(meta[name] for name in fn.arg_names[len(args):])
-    grid = tuple(grid) + (1,) * (3 - len(grid))
-    launcher = compiled.run
-    return launcher, compiled.function, compiled.packed_metadata, grid, full
-
-
-def _direct_entry(records, scratch, device_index):
-    """Re-issue the recorded launches on the current stream.  ``scratch`` (this signature's
-    workspaces) stays referenced here for as long as the entry lives."""
-    def launch():
-        hook = triton.knobs.runtime.launch_enter_hook      # an empty HookChain unless a
-        if hook is not None and getattr(hook, "calls", True):  # profiler listens: then JIT
-            raise _UseJit
-        stream = _raw_stream(device_index)
-        for launcher, function, packed, (g0, g1, g2), full in records:
-            launcher(g0, g1, g2, stream, function, packed, None, None, None, *full)
-    launch.scratch = scratch
-    return launch
-
-
-class _UseJit(Exception):
-    pass
-
-
-def _new_entry(args):
-    """First call of a signature: launch through the JIT (compiling if needed; the outputs of
-    this call are written by it), then build what later calls replay."""
-    if LAUNCH == "direct" and _raw_stream is not None:
-        records = []
-        scratch = _launch(*args, record=records)
-        return _direct_entry(records, scratch, args[0].device.index)
+def _drop_pdl():
+    """A capture failed: with PDL on, turn it off (a driver that cannot capture PDL launches:
+    plain launches) and capture again; without, the signature stays on the JIT path."""
     global USE_PDL
-    _launch(*args)
-    while True:
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                _launch(*args)
-            return graph.replay
-        except Exception:
-            if not USE_PDL:  # not capturable here: this signature stays on the JIT path
-                return None
-            USE_PDL = False  # a driver that cannot capture PDL launches: plain launches
-
-
-def _cached_call(key, args):
-    """Replay the entry of ``key`` (creating it on the first call); False: use the JIT path."""
-    entry = _entries.get(key)
-    if entry is None:
-        if key in _entries:
-            return False
-        _entries[key] = _new_entry(args)
-        if len(_entries) > _SLOTS:
-            _entries.popitem(last=False)
-        return True
-    _entries.move_to_end(key)
-    try:
-        entry()
-    except _UseJit:
+    if not USE_PDL:
         return False
+    USE_PDL = False
     return True
+
+
+_cache = LaunchCache(_launch, _SLOTS, on_capture_error=_drop_pdl)
+_entries = _cache.entries
 
 
 def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, lse):
@@ -548,7 +484,7 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output, ls
     if LAUNCH and q_nope.is_cuda and not torch.cuda.is_current_stream_capturing():
         key = (_sig(q_nope), _sig(q_pe), _sig(ckv_cache), _sig(kpe_cache),
                _sig(sparse_indices), _sig(output), _sig(lse), float(sm_scale))
-        if _cached_call(key, args):
+        if _cache(key, args, LAUNCH):
             return None
     _launch(*args)
     return None
