@@ -240,3 +240,21 @@ def test_harness_tensor_calls_ignore_attributes_a_solution_sets():
     with pytest.raises(SolutionError, match="fill_"):
         guard_plain_tensors([y], "buffer")
     guard_plain_tensors([torch.zeros(2)], "buffer")      # a plain tensor passes
+
+
+def test_trial_phase_verdict_flags_a_later_trial_that_timed_less_than_ran():
+    # H200, 2026-12-02, held_side_stream before the stream pin: trial 0 200 µs, trial 1 1.3 µs,
+    # CUPTI saw 201 µs of kernels
+    reason, message = guards.trial_phase_verdict([0.200032, 0.00128], 0.201215, 0.201215)
+    assert reason == guards.PHASE_MISMATCH
+    assert message.startswith("trial 1 timed 0.0013 ms")
+
+
+def test_trial_phase_verdict_passes_trials_near_the_traced_kernel_time():
+    assert guards.trial_phase_verdict([0.200, 0.190, 0.205], 0.201, 0.203)[0] is None
+    # launch-bound: the span is stretched by CUPTI, the sum is the floor that counts
+    assert guards.trial_phase_verdict([0.012, 0.011], 0.010, 0.230)[0] is None
+    # just above and just below the threshold
+    assert guards.trial_phase_verdict([0.051], 0.1, 0.1)[0] is None
+    assert guards.trial_phase_verdict([0.049], 0.1, 0.1)[0] == guards.PHASE_MISMATCH
+    assert guards.trial_phase_verdict([0.001], 0.0, 0.0)[0] is None

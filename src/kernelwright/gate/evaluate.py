@@ -951,6 +951,10 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
         reason, message = guards.phase_verdict(*phase_pairs)
         if reason is not None:
             return _rejected(ctx, run, reason, message, gate), perf
+    if cfg.guards and ctx.device.type == "cuda" and ksum and kspan:
+        reason, message = guards.trial_phase_verdict(headline.per_trial_ms, ksum[0], kspan[0])
+        if reason is not None:
+            return _rejected(ctx, run, reason, message, gate), perf
 
     # provenance by launch (issue 22 item 4): the Triton kernels the worker saw the solution
     # launch in the CUPTI window, the __global__ names of its CUDA sources, vendor patterns first

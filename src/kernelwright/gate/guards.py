@@ -31,6 +31,7 @@ OUTPUT_REUSED = "OUTPUT_REUSED"              # returned tensor is the storage re
 BACKGROUND_THREAD = "BACKGROUND_THREAD"      # threads left running after the call
 CHILD_PROCESS = "CHILD_PROCESS"              # child processes left running after the call
 UNMEASURED_WORK = "UNMEASURED_WORK"          # device work outside the events' span (side stream)
+STREAM_SWITCHED = "STREAM_SWITCHED"          # a call returned with another stream current than the one it was given
 NO_KERNELS = "NO_KERNELS"                    # the timed call launched none of the solution's own kernels
 VENDOR_KERNELS = "VENDOR_KERNELS"            # most kernel time in vendor-library / aten kernels
 PHASE_MISMATCH = "PHASE_MISMATCH"            # timed calls much faster than the traced calls' kernels
@@ -96,6 +97,8 @@ REASONS = {
     VENDOR_KERNELS: "most of the work ran in vendor-library / aten kernels",
     HOST_COMPUTE: "CPU: with every Triton launch skipped the call still produced the right outputs: the work "
                   "ran outside the solution's kernels",
+    STREAM_SWITCHED: "the call returned with another CUDA stream current than the one it was called on: its "
+                     "work, or its join of a private stream, would miss the harness's events",
     PHASE_MISMATCH: "the timed calls took far less time than the kernels the same solution ran where provenance "
                     "was observed: it runs other code when it is traced",
     BELOW_ROOFLINE: "faster than the physical floor at the device's peak: SUSPICIOUS",
@@ -510,6 +513,31 @@ def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 
     timed, traced = next((t, w) for t, w in pairs if w > 0)
     return PHASE_MISMATCH, (f"on the same inputs the timed calls took {median:.2f}x the kernel time of the traced "
                             f"calls (first pair: {timed:.4f} ms vs {traced:.4f} ms)")
+
+
+TRIAL_PHASE_THRESHOLD = 0.5
+"""A trial whose median timed latency is below this fraction of the traced calls' kernel time
+(trial 0's CUPTI window, min(sum, span)) measured less work than ran: PHASE_MISMATCH.  Looser
+than ``phase_verdict``'s 0.8 because the pairs are not on the same inputs (each trial draws its
+own); every timed iteration draws fresh inputs, so an honest trial's median stays near the
+others' (MoE routing included)."""
+
+
+def trial_phase_verdict(per_trial_ms, kernel_sum_ms: float, kernel_span_ms: float,
+                        threshold: float = TRIAL_PHASE_THRESHOLD):
+    """(PHASE_MISMATCH or None, message): every trial's median latency (ms) against the kernel
+    time of the traced calls (ms).  ``phase_verdict`` judges trial 0 only, the trial the traced
+    calls share inputs with; a clock fooled after it (red-team case ``held_side_stream``: a later
+    trial's events missed a private stream's work, 1.3 µs against 200 µs of kernels) shows here."""
+    work = min(kernel_sum_ms, kernel_span_ms)
+    if work <= 0:
+        return None, ""
+    low = [(t, ms) for t, ms in enumerate(per_trial_ms) if ms < threshold * work]
+    if not low:
+        return None, ""
+    t, ms = low[0]
+    return PHASE_MISMATCH, (f"trial {t} timed {ms:.4f} ms per call, {ms / work:.2f}x the {work:.4f} ms of kernel "
+                            f"time the traced calls ran")
 
 
 # -- protected files -------------------------------------------------------------------------

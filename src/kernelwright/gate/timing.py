@@ -41,8 +41,12 @@ if _HAS_CUDA_BUILD:
     _event_elapsed = _EventBase.elapsed_time
     _cuda_sync = torch._C._cuda_synchronize
     _current_stream = torch.cuda.current_stream
+    # the C functions behind torch.cuda.set_stream / current_stream (no Python patch reaches them)
+    _set_stream_raw = getattr(torch._C, "_cuda_setStream", None)
+    _get_stream_raw = getattr(torch._C, "_cuda_getCurrentStream", None)
 else:  # CPU-only torch build
     _EventBase = _event_new = _event_record = _event_elapsed = _cuda_sync = _current_stream = None
+    _set_stream_raw = _get_stream_raw = None
 
 
 def _noop(*_args) -> None:
@@ -52,8 +56,9 @@ def _noop(*_args) -> None:
 class Primitives(NamedTuple):
     """The clocks and event functions one worker uses, taken at import: C-level functions
     (``time.perf_counter``, ``cudaDeviceSynchronize``, the event type's own methods) that no
-    Python patch can change in place.  ``stream`` is the harness's stream, fixed once (a solution
-    that switches the current stream for good does not move the timer)."""
+    Python patch can change in place.  ``stream`` is the harness's stream, fixed once: every call
+    of the solution starts with it as the current stream and must end with it
+    (``StreamPin``), so the events on it see all the work the call joins to its caller."""
 
     now: Callable[[], float]
     sync: Callable[[], None]
@@ -68,6 +73,34 @@ def primitives(device: torch.device) -> Primitives:
         return Primitives(_perf_counter, _cuda_sync, _event_new, _event_record, _event_elapsed,
                           torch.cuda.current_stream(device))
     return Primitives(_perf_counter, _noop, None, None, None, None)
+
+
+class StreamPin:
+    """Makes a stream the current one and says whether it still is, through torch's C functions.
+
+    A call that leaves another stream current has put its work where the harness's events do
+    not look: a solution's ``torch.cuda.current_stream().wait_stream(side)`` joins whatever
+    stream is current, so the harness pins its own before every call and checks it after
+    (red-team case ``held_side_stream``: a current stream left switched by a failed graph capture
+    made the join miss the events and halved the headline).  On the CPU both are no-ops."""
+
+    def __init__(self, stream: Optional[object]):
+        self.stream = stream
+
+    def select(self, stream: Optional[object] = None) -> None:
+        """Make ``stream`` (default: the pinned one) the current stream of its device."""
+        target = self.stream if stream is None else stream
+        if target is not None and _set_stream_raw is not None:
+            _set_stream_raw(stream_id=target.stream_id, device_index=target.device_index,
+                            device_type=target.device_type)
+
+    def holds(self, stream: Optional[object] = None) -> bool:
+        """Whether ``stream`` (default: the pinned one) is its device's current stream."""
+        target = self.stream if stream is None else stream
+        if target is None or _get_stream_raw is None:
+            return True
+        return tuple(_get_stream_raw(target.device_index)) == (target.stream_id, target.device_index,
+                                                              target.device_type)
 
 
 def persisting_l2_limit() -> Optional[int]:

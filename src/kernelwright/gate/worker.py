@@ -361,6 +361,7 @@ class Harness:
             (a @ a).sum().item()
         self.flusher = T.L2Flusher(self.device)
         self.prims = T.primitives(self.device)
+        self.stream_pin = T.StreamPin(self.prims.stream)
         # the device-time clock's blocking kernel, built before any solution code runs (None off
         # CUDA or without cuda-python: the headline is then the eager latency, labelled so)
         self.hold = T.StreamHold.create(self.device) if self.device.type == "cuda" else None
@@ -574,12 +575,26 @@ class Harness:
         return [scalars[name] if shape is None else next(tensors) for name, shape, _ in self.input_meta]
 
     # -- one call --------------------------------------------------------------------------
-    def _call(self, args: List[Any], outputs: List[torch.Tensor], state: Any = None):
+    def _call(self, args: List[Any], outputs: List[torch.Tensor], state: Any = None, stream: Any = None):
+        """One call of the solution with ``stream`` (default: the harness's) as the current stream.
+
+        Raises:
+            SolutionError: STREAM_SWITCHED when the call returns with another stream current
+                (its work, or its join of a private stream, would miss the harness's events)."""
         kwargs = {} if state is None else {"state": state}
+        pin = self.stream_pin
+        pin.select(stream)
         if self.dps:
             self.fn(*args, *outputs, **kwargs)
-            return None
-        return self.fn(*args, **kwargs)
+            returned = None
+        else:
+            returned = self.fn(*args, **kwargs)
+        if not pin.holds(stream):
+            pin.select(stream)
+            raise SolutionError("RUNTIME_ERROR", guards.STREAM_SWITCHED,
+                                "the call returned with another CUDA stream current than the one it was "
+                                "called on (use `with torch.cuda.stream(...)`, which restores it)")
+        return returned
 
     def _accept_returned(self, returned: Any, args: List[Any], outputs: List[torch.Tensor],
                          retired: Optional[List[Any]] = None) -> None:
@@ -961,15 +976,21 @@ class Harness:
             side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(side):
                 for _ in range(2):
-                    self._call(args, outputs)
+                    self._call(args, outputs, stream=side)
             torch.cuda.current_stream(self.device).wait_stream(side)
             T.sync(self.device)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                returned = self._call(args, outputs)
+                returned = self._call(args, outputs, stream=torch.cuda.current_stream(self.device))
             T.sync(self.device)
+        except SolutionError:
+            self.stream_pin.select()
+            raise
         except Exception as exc:
             out.graph_error = f"not capturable: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            # torch.cuda.graph's exit skips restoring the stream when capture_end raises: without
+            # this the rest of the worker's calls would run on the abandoned capture stream
+            self.stream_pin.select()
             try:
                 T.sync(self.device)
             except Exception:

@@ -220,7 +220,11 @@ CASES: List[Case] = [
     # the device-time clock (the stream held while the call is enqueued)
     Case("held_side_stream", "works on a private stream while the caller's stream is held", "demo", PASS, "H8",
          needs_cuda=True, min_latency_ms=0.18,
-         why="the blocking kernel fills every SM: no stream's kernel starts before the release"),
+         why="the blocking kernel fills every SM (no stream's kernel starts before the release), and every "
+             "call starts on the harness's stream, so the join lands where the events are"),
+    Case("switched_stream", "leaves a private stream current for good and works there", "demo",
+         _r(G.STREAM_SWITCHED), "H8", needs_cuda=True,
+         why="every call starts on the harness's stream and must return on it"),
     Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
          needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),
