@@ -35,3 +35,47 @@ def test_cupti_detaches_on_the_h200():
     if "H200" not in torch.cuda.get_device_name():
         pytest.skip("records machine only")
     assert T.cupti_tracer().detaches
+
+
+@pytest.mark.gpu
+def test_a_copy_on_a_private_stream_during_the_hold_is_seen_before_the_release():
+    """The copy engines are not held: a device-to-device copy and a memset on a stream that does
+    not wait for the held one are recorded, and ``held_prerelease`` counts them as early (the
+    gate's UNMEASURED_WORK, red-team case ``held_copies``)."""
+    pytest.importorskip("cupti")
+    import cuda.bindings.runtime as rt
+
+    tracer = T.cupti_tracer()
+    hold = T.StreamHold.create(torch.device("cuda"))
+    if hold is None:
+        pytest.skip(T.StreamHold.why_not(torch.device("cuda")))
+    held, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    src = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    with torch.cuda.stream(side):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    tracer.drain()
+    tracer.drain_copies()
+    tracer.begin()
+    t0 = tracer.timestamp()
+    epoch = hold.begin(held)
+    with torch.cuda.stream(side):
+        dst.copy_(src)
+        rt.cudaMemsetAsync(dst.data_ptr(), 0, 1 << 20, side.cuda_stream)
+    side.synchronize()                 # the copy and the memset finish while the stream is held
+    held.wait_stream(side)
+    hold.release(epoch)
+    torch.cuda.synchronize()
+    t1 = tracer.timestamp()
+    tracer.end()
+    kernels = [r for r in tracer.drain() if t0 <= r.start_ns <= t1]
+    copies = [c for c in tracer.drain_copies() if t0 <= c.start_ns <= t1]
+    assert hold.outcome(epoch) == T.HOLD_RELEASED
+    assert tracer.traces_copies and any(not c.memset and c.bytes == src.numel() for c in copies), copies
+    if tracer.traces_memsets:
+        assert any(c.memset for c in copies), copies
+    holds = [r for r in kernels if r.name == T.HOLD_KERNEL_NAME]
+    early, lead = T.held_prerelease([r for r in kernels if r.name != T.HOLD_KERNEL_NAME], copies,
+                                    max(r.end_ns for r in holds), T.HOLD_EXIT_SPREAD_NS)
+    assert early >= 1 and lead > 10, (early, lead)

@@ -154,18 +154,21 @@ def test_the_hold_keeps_every_stream_off_the_device_until_released():
 @pytest.mark.gpu
 def test_work_on_a_private_stream_is_inside_the_device_time():
     """A many-CTA kernel on a stream that does not wait for the held one (red-team case
-    held_side_stream): the start event to the join must cover the whole kernel."""
+    held_side_stream): the start event to the join must cover the whole kernel.  An SM kernel,
+    not ``copy_``: a device-to-device copy runs on the copy engines, which the hold does not take
+    (a 1 GiB copy's first ~80 µs fell before the start event on the H200; the gate's CUPTI window
+    catches those, case ``held_copies``)."""
     hold = _hold()
     held, side = torch.cuda.current_stream(), torch.cuda.Stream()
-    x = torch.empty(1 << 28, device="cuda")          # 1 GiB: a copy of ~0.5 ms over many CTAs
+    x = torch.empty(1 << 28, device="cuda")          # 1 GiB: ~0.5 ms of an elementwise kernel over many CTAs
     y = torch.empty_like(x)
     with torch.cuda.stream(side):
-        y.copy_(x)
+        torch.add(x, 1.0, out=y)
     torch.cuda.synchronize()
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record(side)
     with torch.cuda.stream(side):
-        y.copy_(x)
+        torch.add(x, 1.0, out=y)
     b.record(side)
     torch.cuda.synchronize()
     alone = a.elapsed_time(b)
@@ -173,7 +176,7 @@ def test_work_on_a_private_stream_is_inside_the_device_time():
     epoch = hold.begin(held)
     start.record(held)
     with torch.cuda.stream(side):
-        y.copy_(x)
+        torch.add(x, 1.0, out=y)
     held.wait_stream(side)
     end.record(held)
     hold.release(epoch)

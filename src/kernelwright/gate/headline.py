@@ -142,10 +142,12 @@ class ClockTrials:
         clock's own iterations: eager (start record -> synchronised, less an empty measurement)
         against the eager latency, held (release -> synchronised, less an empty held measurement)
         against the device time; and any kernel of a held CUPTI call that started before the
-        hold's release (the blocking kernel should make that impossible)."""
+        hold's release (the blocking kernel makes that impossible) or any copy or memset that did
+        (copy engines are not held: case ``held_copies``)."""
         limit = guards.UNMEASURED_WORK_FACTOR
         if any(self.prerelease):
-            return (f"{max(self.prerelease)} kernel(s) of the call started while the stream was held (CUPTI): "
+            return (f"{max(self.prerelease)} kernel(s), copies or memsets of the call started while the stream "
+                    "was held (CUPTI): "
                     "work ran before the clock started")
         if self.idle_walls and self.idle_empties and self.eager:
             excess = _mean(self.idle_walls) - _mean(self.idle_empties)

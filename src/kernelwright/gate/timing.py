@@ -570,11 +570,27 @@ class KernelActivity:
 
 @dataclass
 class CopyActivity:
-    """One memory copy seen by CUPTI: ``device_to_host`` when its copy kind is DTOH."""
+    """One memory copy or memset seen by CUPTI: ``device_to_host`` when its copy kind is DTOH.
+    Copy engines run them without an SM, so the blocking kernel does not hold them: one on a
+    stream that does not wait for the held one may run while the call is still being enqueued
+    (``held_copies``)."""
 
     device_to_host: bool
     bytes: int
     start_ns: int
+    end_ns: int = 0
+    memset: bool = False
+
+
+def held_prerelease(kernels: List["KernelActivity"], copies: List[CopyActivity], released_ns: int,
+                    spread_ns: int = 0) -> Tuple[int, float]:
+    """(how many of a held call's kernels, copies and memsets started more than ``spread_ns``
+    before the hold ended at ``released_ns``, the largest lead of any of them in µs (0 when none
+    started before the release)).  CUPTI timestamps in ns."""
+    starts = [r.start_ns for r in kernels] + [c.start_ns for c in copies]
+    early = sum(1 for t in starts if t < released_ns - spread_ns)
+    lead = max(0.0, (released_ns - min(starts)) / 1e3) if starts else 0.0
+    return early, lead
 
 
 _CUPTI_DTOH = 2   # CUpti_ActivityMemcpyKind: CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
@@ -596,6 +612,7 @@ class CuptiKernelTracer:
         self._records: List[KernelActivity] = []
         self._copies: List[CopyActivity] = []
         self.traces_copies = False      # MEMCPY records are collected too (device-to-host copies)
+        self.traces_memsets = False     # and MEMSET records
         self._ok = False
         self._registered = False
         self.detaches = False
@@ -622,6 +639,7 @@ class CuptiKernelTracer:
             return 8 * 1024 * 1024, 0
 
         memcpy = getattr(self._cupti.ActivityKind, "MEMCPY", None)
+        memset = getattr(self._cupti.ActivityKind, "MEMSET", None)
 
         def completed(activities):
             for a in activities:
@@ -632,7 +650,10 @@ class CuptiKernelTracer:
                 elif memcpy is not None and kind == memcpy:
                     copy_kind = int(getattr(a, "copy_kind", getattr(a, "copyKind", -1)))
                     self._copies.append(CopyActivity(copy_kind == _CUPTI_DTOH, int(getattr(a, "bytes", 0)),
-                                                     int(getattr(a, "start", 0))))
+                                                     int(getattr(a, "start", 0)), int(getattr(a, "end", 0))))
+                elif memset is not None and kind == memset:
+                    self._copies.append(CopyActivity(False, int(getattr(a, "bytes", 0)), int(getattr(a, "start", 0)),
+                                                     int(getattr(a, "end", 0)), memset=True))
 
         self._cupti.activity_register_callbacks(requested, completed)
         self._registered = True
@@ -670,21 +691,30 @@ class CuptiKernelTracer:
         self._register()
         self._cupti.activity_enable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
         memcpy = getattr(self._cupti.ActivityKind, "MEMCPY", None)
+        memset = getattr(self._cupti.ActivityKind, "MEMSET", None)
         try:
             if memcpy is not None:
                 self._cupti.activity_enable(memcpy)
                 self.traces_copies = True
         except Exception:
             self.traces_copies = False
+        self.traces_memsets = False
+        try:
+            if memset is not None:
+                self._cupti.activity_enable(memset)
+                self.traces_memsets = True
+        except Exception:
+            pass
 
     def end(self) -> None:
         self._cupti.activity_flush_all(1)
         self._cupti.activity_disable(self._cupti.ActivityKind.CONCURRENT_KERNEL)
-        if self.traces_copies:
-            try:
-                self._cupti.activity_disable(self._cupti.ActivityKind.MEMCPY)
-            except Exception:
-                pass
+        for traced, name in ((self.traces_copies, "MEMCPY"), (self.traces_memsets, "MEMSET")):
+            if traced:
+                try:
+                    self._cupti.activity_disable(getattr(self._cupti.ActivityKind, name))
+                except Exception:
+                    pass
         if self.detaches:
             self._cupti.finalize()
             self._registered = False
@@ -743,7 +773,7 @@ class TimingSamples:
     cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied
     cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
     cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
-    cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
+    cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels, copies, memsets started before the release
     cupti_prerelease_lead_us: List[float] = field(default_factory=list)  # per held traced call: hold end - first kernel start, µs
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
     host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}

@@ -1073,10 +1073,12 @@ class Harness:
             recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
             out.cupti_held.append(bool(held and holds))
             if held and holds:
-                released = max(r.end_ns for r in holds)
-                out.cupti_prerelease.append(sum(1 for r in recs if r.start_ns < released - T.HOLD_EXIT_SPREAD_NS))
-                out.cupti_prerelease_lead_us.append(
-                    max(0.0, (released - min(r.start_ns for r in recs)) / 1e3) if recs else 0.0)
+                # copies and memsets run on copy engines, which the hold does not occupy: one that
+                # started before the release ran while the call was enqueued (case held_copies)
+                moved = [c for c in copies if t0 <= c.start_ns <= t1]
+                early, lead = T.held_prerelease(recs, moved, max(r.end_ns for r in holds), T.HOLD_EXIT_SPREAD_NS)
+                out.cupti_prerelease.append(early)
+                out.cupti_prerelease_lead_us.append(lead)
             if not recs:
                 out.kernel_sum_ms.append(0.0)
                 out.kernel_span_ms.append(0.0)

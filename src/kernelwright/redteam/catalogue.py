@@ -222,6 +222,9 @@ CASES: List[Case] = [
          needs_cuda=True, min_latency_ms=0.18,
          why="the blocking kernel fills every SM (no stream's kernel starts before the release), and every "
              "call starts on the harness's stream, so the join lands where the events are"),
+    Case("held_copies", "copies on a private stream's copy engines while the caller's stream is held", "demo",
+         _r(G.UNMEASURED_WORK), "H8", needs_cuda=True,
+         why="the hold takes every SM, not the copy engines: CUPTI's held calls show any copy that started early"),
     Case("switched_stream", "leaves a private stream current for good and works there", "demo",
          _r(G.STREAM_SWITCHED), "H8", needs_cuda=True,
          why="every call starts on the harness's stream and must return on it"),
