@@ -53,6 +53,20 @@ def test_a_device_to_host_copy_turns_the_headline_eager():
     assert "4096 bytes" in h.notes["device_time_refused"]
 
 
+def test_a_copy_that_started_before_the_release_turns_the_headline_eager():
+    # a copy engine is not held: a device-to-device copy or a memset from a private stream that
+    # CUPTI saw start before the release hides from the events (no bytes to the host needed)
+    clocks = ClockTrials()
+    clocks.add(_device_trial(cupti_prerelease_copies=[0, 1, 0]))
+    h = clocks.decide()
+    assert h.clock == "eager" and h.latency_ms == pytest.approx(0.060)
+    assert "copy or memset" in h.notes["device_time_refused"]
+    assert clocks.unmeasured_work(h) is None
+    clocks = ClockTrials()
+    clocks.add(_device_trial(cupti_prerelease_copies=[0, 0]))
+    assert clocks.decide().clock == "device"
+
+
 def test_untraced_copies_refuse_device_time_for_solutions_but_not_for_trusted_baselines():
     clocks = ClockTrials()
     clocks.add(_device_trial(traced=False, d2h=()))
@@ -155,9 +169,8 @@ def test_the_hold_keeps_every_stream_off_the_device_until_released():
 def test_work_on_a_private_stream_is_inside_the_device_time():
     """A many-CTA kernel on a stream that does not wait for the held one (red-team case
     held_side_stream): the start event to the join must cover the whole kernel.  An SM kernel,
-    not ``copy_``: a device-to-device copy runs on the copy engines, which the hold does not take
-    (a 1 GiB copy's first ~80 µs fell before the start event on the H200; the gate's CUPTI window
-    catches those, case ``held_copies``)."""
+    not ``copy_``: a copy may run on a copy engine, which the hold does not take (the gate's
+    CUPTI window refuses device time for a copy that starts before the release)."""
     hold = _hold()
     held, side = torch.cuda.current_stream(), torch.cuda.Stream()
     x = torch.empty(1 << 28, device="cuda")          # 1 GiB: ~0.5 ms of an elementwise kernel over many CTAs

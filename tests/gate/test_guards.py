@@ -260,14 +260,11 @@ def test_trial_phase_verdict_passes_trials_near_the_traced_kernel_time():
     assert guards.trial_phase_verdict([0.001], 0.0, 0.0)[0] is None
 
 
-def test_held_prerelease_counts_kernels_and_copies_that_started_before_the_release():
-    from kernelwright.gate.timing import CopyActivity, KernelActivity, held_prerelease
+def test_held_prerelease_counts_what_started_before_the_release():
+    from kernelwright.gate.timing import held_prerelease
 
     released = 1_000_000
-    kernels = [KernelActivity("k", released + 100, released + 5000, 7),
-               KernelActivity("k", released - 2_000, released + 9000, 7)]   # within the 3 µs exit spread
-    copies = [CopyActivity(False, 1 << 28, released - 80_000, released - 10)]
-    assert held_prerelease(kernels, [], released, 3_000) == (0, 2.0)
-    early, lead = held_prerelease(kernels, copies, released, 3_000)
-    assert early == 1 and lead == 80.0
-    assert held_prerelease([], [], released, 3_000) == (0, 0.0)
+    # one start after the release, one within the 3 µs exit spread, one copy 80 µs early
+    assert held_prerelease([released + 100, released - 2_000], released, 3_000) == (0, 2.0)
+    assert held_prerelease([released - 80_000, released + 10], released, 3_000) == (1, 80.0)
+    assert held_prerelease([], released, 3_000) == (0, 0.0)

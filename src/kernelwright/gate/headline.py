@@ -60,6 +60,7 @@ class ClockTrials:
     copies_traced: bool = False
     prerelease: List[int] = field(default_factory=list)      # per held traced call: kernels before the release
     prerelease_lead_us: List[float] = field(default_factory=list)   # per held traced call: hold end - first start
+    prerelease_copies: List[int] = field(default_factory=list)     # per held traced call: copies/memsets before the release
     cupti_held: List[bool] = field(default_factory=list)
     hold_timeouts: int = 0
     hold_kind: Optional[str] = None
@@ -93,6 +94,7 @@ class ClockTrials:
         self.copies_traced = self.copies_traced or bool(s.get("cupti_copies_traced"))
         self.prerelease += [int(x) for x in (s.get("cupti_prerelease") or [])]
         self.prerelease_lead_us += [float(x) for x in (s.get("cupti_prerelease_lead_us") or [])]
+        self.prerelease_copies += [int(x) for x in (s.get("cupti_prerelease_copies") or [])]
         self.cupti_held += [bool(x) for x in (s.get("cupti_held") or [])]
         self.hold_timeouts += int(s.get("hold_timeouts") or 0)
         self.hold_kind = self.hold_kind or s.get("hold_kind")
@@ -126,6 +128,11 @@ class ClockTrials:
             notes["device_time_refused"] = (f"the call copied {max(self.d2h_bytes)} bytes from the device to the host "
                                             "in a traced call: its host work could hide while the stream is held, "
                                             "so the headline is the eager latency")
+        elif clock == "device" and any(self.prerelease_copies):
+            clock = "eager"
+            notes["device_time_refused"] = (f"{max(self.prerelease_copies)} copy or memset of a traced call started "
+                                            "while the stream was held (a copy engine is not held), so the headline "
+                                            "is the eager latency")
         elif clock == "device" and not trusted and not self.copies_traced:
             clock = "eager"
             notes["device_time_refused"] = ("no CUPTI window checked the call's device-to-host copies, so host work "
@@ -142,12 +149,10 @@ class ClockTrials:
         clock's own iterations: eager (start record -> synchronised, less an empty measurement)
         against the eager latency, held (release -> synchronised, less an empty held measurement)
         against the device time; and any kernel of a held CUPTI call that started before the
-        hold's release (the blocking kernel makes that impossible) or any copy or memset that did
-        (copy engines are not held: case ``held_copies``)."""
+        hold's release (the blocking kernel should make that impossible)."""
         limit = guards.UNMEASURED_WORK_FACTOR
         if any(self.prerelease):
-            return (f"{max(self.prerelease)} kernel(s), copies or memsets of the call started while the stream "
-                    "was held (CUPTI): "
+            return (f"{max(self.prerelease)} kernel(s) of the call started while the stream was held (CUPTI): "
                     "work ran before the clock started")
         if self.idle_walls and self.idle_empties and self.eager:
             excess = _mean(self.idle_walls) - _mean(self.idle_empties)

@@ -571,9 +571,8 @@ class KernelActivity:
 @dataclass
 class CopyActivity:
     """One memory copy or memset seen by CUPTI: ``device_to_host`` when its copy kind is DTOH.
-    Copy engines run them without an SM, so the blocking kernel does not hold them: one on a
-    stream that does not wait for the held one may run while the call is still being enqueued
-    (``held_copies``)."""
+    A copy engine needs no SM, so the blocking kernel does not keep it from running a copy from a
+    stream that does not wait for the held one (red-team case ``host_compute_held``)."""
 
     device_to_host: bool
     bytes: int
@@ -582,14 +581,12 @@ class CopyActivity:
     memset: bool = False
 
 
-def held_prerelease(kernels: List["KernelActivity"], copies: List[CopyActivity], released_ns: int,
-                    spread_ns: int = 0) -> Tuple[int, float]:
-    """(how many of a held call's kernels, copies and memsets started more than ``spread_ns``
-    before the hold ended at ``released_ns``, the largest lead of any of them in µs (0 when none
-    started before the release)).  CUPTI timestamps in ns."""
-    starts = [r.start_ns for r in kernels] + [c.start_ns for c in copies]
-    early = sum(1 for t in starts if t < released_ns - spread_ns)
-    lead = max(0.0, (released_ns - min(starts)) / 1e3) if starts else 0.0
+def held_prerelease(starts_ns: List[int], released_ns: int, spread_ns: int = 0) -> Tuple[int, float]:
+    """(how many of a held call's activities (kernels, or copies and memsets) started more than
+    ``spread_ns`` before the hold ended at ``released_ns``, the largest lead of any of them in µs
+    (0 when none started before the release)).  CUPTI timestamps in ns."""
+    early = sum(1 for t in starts_ns if t < released_ns - spread_ns)
+    lead = max(0.0, (released_ns - min(starts_ns)) / 1e3) if starts_ns else 0.0
     return early, lead
 
 
@@ -773,7 +770,8 @@ class TimingSamples:
     cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied
     cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
     cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
-    cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels, copies, memsets started before the release
+    cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
+    cupti_prerelease_copies: List[int] = field(default_factory=list)  # per held traced call: copies, memsets started before it
     cupti_prerelease_lead_us: List[float] = field(default_factory=list)  # per held traced call: hold end - first kernel start, µs
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
     host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}

@@ -1073,12 +1073,14 @@ class Harness:
             recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
             out.cupti_held.append(bool(held and holds))
             if held and holds:
-                # copies and memsets run on copy engines, which the hold does not occupy: one that
-                # started before the release ran while the call was enqueued (case held_copies)
-                moved = [c for c in copies if t0 <= c.start_ns <= t1]
-                early, lead = T.held_prerelease(recs, moved, max(r.end_ns for r in holds), T.HOLD_EXIT_SPREAD_NS)
+                released = max(r.end_ns for r in holds)
+                early, lead = T.held_prerelease([r.start_ns for r in recs], released, T.HOLD_EXIT_SPREAD_NS)
                 out.cupti_prerelease.append(early)
                 out.cupti_prerelease_lead_us.append(lead)
+                # a copy engine is not held: a copy or memset that started before the release ran
+                # while the call was enqueued, so this call's device time is refused (headline.py)
+                moved = [c.start_ns for c in copies if t0 <= c.start_ns <= t1]
+                out.cupti_prerelease_copies.append(T.held_prerelease(moved, released, T.HOLD_EXIT_SPREAD_NS)[0])
             if not recs:
                 out.kernel_sum_ms.append(0.0)
                 out.kernel_span_ms.append(0.0)
