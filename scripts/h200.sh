@@ -82,10 +82,6 @@ for stage in "$@"; do
     envelope) # experiments/indexer_envelope.py (ENV_ARGS): the shipped indexer's long- and short-row paths (each forced) and the recipe
       mkdir -p /tmp/records/indexer_envelope
       timeout -k 10 ${ENV_TIMEOUT:-330} python3 experiments/indexer_envelope.py ${ENV_ARGS:-} --out /tmp/records/indexer_envelope 2>&1 | tee /tmp/records/indexer_envelope/log.txt | tail -${ENV_TAIL:-70};;
-    attnenv) # experiments/attention_envelope.py (ATTN_ARGS): the v3 attention candidate, the shipped v2, fa3, FlashMLA
-      mkdir -p /tmp/records/attention-envelope
-      timeout -k 10 ${ATTN_TIMEOUT:-300} python3 experiments/attention_envelope.py --out /tmp/records/attention-envelope \
-        ${ATTN_ARGS:-} 2>&1 | tail -${ATTN_TAIL:-90};;
     ncu) # Nsight Compute on NCU_CMD (python3's arguments, e.g. "-m kernelwright.tuning.moe once --seq-len 7") with NCU_ARGS (sections, -k, -c)
       mkdir -p /tmp/records
       timeout -k 10 ${NCU_TIMEOUT:-200} ncu ${NCU_ARGS:-} python3 ${NCU_CMD} 2>&1 | tee /tmp/records/${NCU_NAME:-ncu}.log | tail -${NCU_TAIL:-80};;

@@ -6,7 +6,7 @@ from pathlib import Path
 import kernelwright.solutions
 
 ROOT = Path(kernelwright.solutions.__file__).parent
-FOLDERS = ["dsa_indexer_triton", "dsa_attention_triton", "candidates/dsa_attention_triton_v3"]
+FOLDERS = ["dsa_indexer_triton", "dsa_attention_triton"]
 
 
 def test_launch_cache_copies_are_identical():
