@@ -284,3 +284,13 @@ def test_a_triton_kernel_replayed_from_a_torch_graph_counts_as_launched():
     torch.cuda.synchronize()
     assert counter.by_name["_kw_graph_probe"][0] == before + 2
     assert float(x.item()) == 3.0
+
+
+def test_a_kernel_named_like_the_hold_is_unmeasured_work():
+    clocks = ClockTrials()
+    clocks.add(_device_trial(cupti_hold_records=[0, 1, 0]))
+    msg = clocks.unmeasured_work(clocks.decide())
+    assert msg and "named like the gate's hold kernel" in msg
+    clocks = ClockTrials()
+    clocks.add(_device_trial(cupti_hold_records=[0, 0]))
+    assert clocks.unmeasured_work(clocks.decide()) is None

@@ -80,6 +80,44 @@ def test_integrity_harness_attributes():
     assert "harness.flusher" in integrity.changed(snap)
 
 
+def test_integrity_watches_the_clock_objects_and_the_snapshot_itself():
+    # red-team review of 2026-12-02: a solution that reaches the harness through its frames could
+    # replace the hold (hiding work in a wrapped begin()), the stream pin, or the snapshot the
+    # per-iteration checks read
+    class Hold:
+        def __init__(self):
+            self.epoch, self.limit_ns, self._function = 0, 50_000_000, object()
+
+        def begin(self, stream):
+            self.epoch += 1
+
+    class Pin:
+        def __init__(self):
+            self.stream = object()
+
+    class H:
+        def __init__(self):
+            self.flusher, self.hold, self.stream_pin = object(), Hold(), Pin()
+
+    h = H()
+    snap = integrity.capture(h)
+    h._integrity = snap
+    integrity.watch(snap, h, "_integrity")
+    h.hold.begin(None)                       # the hold's own counter moves: not a change
+    assert integrity.changed(snap) == []
+    h.hold.limit_ns = 10**15
+    assert "harness.hold.limit_ns" in integrity.changed(snap)
+    h.hold.limit_ns = snap.extra["harness.hold.limit_ns"][1]
+    h.hold.begin = lambda stream: None       # an instance attribute shadowing the method
+    assert any("harness.hold.begin" in x for x in integrity.changed(snap))
+    del h.hold.begin
+    h.stream_pin = Pin()
+    assert "harness.stream_pin" in integrity.changed(snap)
+    h.stream_pin = snap.extra["harness.stream_pin"][1]
+    h._integrity = None
+    assert integrity.changed(snap) == ["harness._integrity"]
+
+
 @pytest.fixture(scope="module")
 def demo():
     from kernelwright import definitions

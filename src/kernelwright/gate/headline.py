@@ -61,6 +61,7 @@ class ClockTrials:
     prerelease: List[int] = field(default_factory=list)      # per held traced call: kernels before the release
     prerelease_lead_us: List[float] = field(default_factory=list)   # per held traced call: hold end - first start
     prerelease_copies: List[int] = field(default_factory=list)     # per held traced call: copies/memsets before the release
+    hold_impostors: List[int] = field(default_factory=list)        # per traced call: kernels named like the hold, not the gate's
     cupti_held: List[bool] = field(default_factory=list)
     hold_timeouts: int = 0
     hold_kind: Optional[str] = None
@@ -95,6 +96,7 @@ class ClockTrials:
         self.prerelease += [int(x) for x in (s.get("cupti_prerelease") or [])]
         self.prerelease_lead_us += [float(x) for x in (s.get("cupti_prerelease_lead_us") or [])]
         self.prerelease_copies += [int(x) for x in (s.get("cupti_prerelease_copies") or [])]
+        self.hold_impostors += [int(x) for x in (s.get("cupti_hold_records") or [])]
         self.cupti_held += [bool(x) for x in (s.get("cupti_held") or [])]
         self.hold_timeouts += int(s.get("hold_timeouts") or 0)
         self.hold_kind = self.hold_kind or s.get("hold_kind")
@@ -151,6 +153,9 @@ class ClockTrials:
         against the device time; and any kernel of a held CUPTI call that started before the
         hold's release (the blocking kernel should make that impossible)."""
         limit = guards.UNMEASURED_WORK_FACTOR
+        if any(self.hold_impostors):
+            return (f"a traced call ran {max(self.hold_impostors)} kernel(s) named like the gate's hold kernel besides "
+                    "the hold itself: their time would leave the kernel time and move the release")
         if any(self.prerelease):
             return (f"{max(self.prerelease)} kernel(s) of the call started while the stream was held (CUPTI): "
                     "work ran before the clock started")

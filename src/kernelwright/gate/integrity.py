@@ -24,7 +24,7 @@ from __future__ import annotations
 import builtins
 import sys
 import types
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 # namespaces whose entries are timers (-> TIMER_TAMPERED); everything else -> GATE_TAMPERED
 _TIMER_PREFIXES = ("time.", "statistics.", "torch.cuda.", "torch._C._cuda", "torch.cuda.Event.",
@@ -161,7 +161,8 @@ def capture(harness: Any = None) -> Snapshot:
     entries += definition_entries
     extra: Dict[str, Any] = {}
     if harness is not None:
-        for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step"):
+        for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step",
+                     "hold", "stream_pin"):
             if hasattr(harness, attr):
                 extra[f"harness.{attr}"] = (lambda a=attr: getattr(harness, a, None), getattr(harness, attr))
         flusher = getattr(harness, "flusher", None)
@@ -173,10 +174,29 @@ def capture(harness: Any = None) -> Snapshot:
     if harness is not None:
         for label, obj in (("harness", harness), ("harness.flusher", getattr(harness, "flusher", None)),
                            ("harness.launches", getattr(harness, "launches", None)),
-                           ("harness._conn", getattr(harness, "_conn", None))):
+                           ("harness._conn", getattr(harness, "_conn", None)),
+                           ("harness.hold", getattr(harness, "hold", None)),
+                           ("harness.stream_pin", getattr(harness, "stream_pin", None))):
             if obj is not None and hasattr(obj, "__dict__"):
                 snap.instances[label] = (obj, frozenset(vars(obj)))
+        # the clock's own objects hold nothing the solution may rebind (only the hold's epoch moves)
+        for label in ("harness.hold", "harness.stream_pin"):
+            obj = getattr(harness, label.split(".")[1], None)
+            if obj is not None and hasattr(obj, "__dict__"):
+                for name, value in vars(obj).items():
+                    if name not in _MOVING_ATTRIBUTES:
+                        snap.extra[f"{label}.{name}"] = (lambda o=obj, n=name: getattr(o, n, None), value)
     return snap
+
+
+_MOVING_ATTRIBUTES = frozenset({"epoch"})   # StreamHold.begin counts its holds
+
+
+def watch(snap: "Snapshot", obj: Any, attr: str, label: Optional[str] = None) -> None:
+    """Add ``obj.attr``'s current value to the snapshot's identity checks (an attribute set after
+    ``capture``, e.g. the harness's reference to the snapshot itself)."""
+    label = label or f"harness.{attr}"
+    snap.extra[label] = (lambda: getattr(obj, attr, None), getattr(obj, attr, None))
 
 
 ALL_DEFINITIONS = "every definition"

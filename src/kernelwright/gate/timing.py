@@ -770,6 +770,7 @@ class TimingSamples:
     cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied
     cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
     cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
+    cupti_hold_records: List[int] = field(default_factory=list)   # per traced call: kernels named like the hold beyond the gate's own
     cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
     cupti_prerelease_copies: List[int] = field(default_factory=list)  # per held traced call: copies, memsets started before it
     cupti_prerelease_lead_us: List[float] = field(default_factory=list)  # per held traced call: hold end - first kernel start, µs

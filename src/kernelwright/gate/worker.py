@@ -401,6 +401,7 @@ class Harness:
         handlers = {name[3:]: fn for name, fn in vars(Harness).items() if name.startswith("op_")}
         snapshot = integrity.capture(self)
         self._integrity = snapshot
+        integrity.watch(snapshot, self, "_integrity")   # per-iteration checks read it from here
         changed = integrity.changed
         rebase = integrity.rebase
         prims = self.prims
@@ -593,7 +594,8 @@ class Harness:
             pin.select(stream)
             raise SolutionError("RUNTIME_ERROR", guards.STREAM_SWITCHED,
                                 "the call returned with another CUDA stream current than the one it was "
-                                "called on (use `with torch.cuda.stream(...)`, which restores it)")
+                                "called on (use `with torch.cuda.stream(...)`, which restores it; a failed "
+                                "`torch.cuda.graph` capture leaves its capture stream current)")
         return returned
 
     def _accept_returned(self, returned: Any, args: List[Any], outputs: List[torch.Tensor],
@@ -737,7 +739,7 @@ class Harness:
         (red-team pass of 2026-11-30, case ``flush_hook``).  A few milliseconds per check, off the clock.
         Raises SolutionError(RUNTIME_ERROR, TIMER_TAMPERED or GATE_TAMPERED)."""
         snap = getattr(self, "_integrity", None)
-        if snap is None:
+        if snap is None:   # outside serve(); inside it, a removed snapshot is itself a change (serve's watch)
             return
         # what was already replaced when the op began is reported with the reply (the trace keeps
         # its latency); only what appeared since stops the timing here
@@ -1071,6 +1073,10 @@ class Harness:
             inside = [r for r in collected if t0 <= r.start_ns <= t1]
             holds = [r for r in inside if r.name == T.HOLD_KERNEL_NAME]
             recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
+            # one hold per held call and none otherwise: a kernel of the solution's named like
+            # the hold would leave the kernel time and move the release later
+            out.cupti_hold_records.append(max(0, len(holds) - (1 if held else 0)))
+            holds = sorted(holds, key=lambda r: r.start_ns)[:1] if held else []   # the first is the gate's
             out.cupti_held.append(bool(held and holds))
             if held and holds:
                 released = max(r.end_ns for r in holds)
