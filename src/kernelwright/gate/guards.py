@@ -79,8 +79,13 @@ CUPTI_SPAN_SLACK_MS = 0.1
 PARENT_WALL_SLACK = 1.01
 WORKER_WALL_MIN_FRACTION = 0.5
 WORKER_WALL_SLACK_S = 0.25
+# TIMER_INCONSISTENT: a trial's median event latency may exceed the median wall-clock span it was
+# recorded in (device-synchronised; for held calls start record -> synchronised) by this factor plus
+# this slack (ms): the events sit inside that span, so only a forged latency goes beyond
+EVENTS_OVER_WALL_FACTOR = 1.05
+EVENTS_OVER_WALL_SLACK_MS = 0.05
 # BELOW_ROOFLINE: a headline latency below this fraction of the roofline floor at the device's peak
-# is SUSPICIOUS (a 2 % margin for the clocks and the model's counts, since the first gate of 2026-11-29)
+# is SUSPICIOUS (a 2 % margin for the clocks and the model's counts, since the first gate, 2026-11-29)
 ROOFLINE_MARGIN = 0.98
 
 # -- thresholds of the thread guard (BACKGROUND_THREAD, docs/gate.md, section 2, item 5) ---------
