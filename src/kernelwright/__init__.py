@@ -6,7 +6,9 @@ Packages, one concern each (data flows one way, left to right):
 references, workload sets, roofline models) -> ``inputs`` (input synthesis) ->
 ``gate`` (correctness, timing, guards, verdicts) -> ``report``; ``solutions`` and
 ``baselines`` are evaluated by the gate; ``agents`` and ``workflow`` drive an
-optimisation run that only the gate can promote from; ``cli`` is the thin front end.
+optimisation run that only the gate can promote from; ``cli`` is the thin front end, and
+``selection`` turns the paths and selectors a user gives into solutions and workloads (for
+``cli`` and ``cluster``).
 """
 
 __version__ = "0.1.0"

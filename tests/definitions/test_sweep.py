@@ -3,7 +3,7 @@ their selection through the CLI helpers."""
 import pytest
 
 from kernelwright import definitions
-from kernelwright.cli.common import UsageError, pick_workloads
+from kernelwright.selection import UsageError, pick_workloads
 
 
 def test_moe_sweep_covers_every_power_of_two_at_both_offsets():

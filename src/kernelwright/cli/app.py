@@ -20,10 +20,8 @@ import typer
 from rich.console import Console
 
 from kernelwright.cli import helpstyle
-from kernelwright.cli.common import (
-    UsageError, check_selectors, command_line, fail, load_solution, one_line_errors, pick_workloads, require_device,
-    write_json,
-)
+from kernelwright.cli.common import UsageError, command_line, fail, one_line_errors, require_device, write_json
+from kernelwright.selection import check_selectors, load_solution, pick_workloads
 
 helpstyle.install()   # help without typer's <bool>/<list[str]> placeholders
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",

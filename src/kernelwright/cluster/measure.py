@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 # -- plan (the same choice as `kernelwright bench`) -----------------------------------------
 def build_plans(args) -> List[Any]:
     from kernelwright import definitions
-    from kernelwright.cli.common import load_solution, pick_workloads
+    from kernelwright.selection import load_solution, pick_workloads
     from kernelwright.gate.bench import BenchPlan, Candidate
     from kernelwright.solutions import shipped_solutions
 

@@ -163,7 +163,9 @@ class JobRunner:
     def run(self, wire: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
         """Evaluate the job's candidates in order; yields ``started``/``trace``/``lower_bound``
         events, ``heartbeat`` while waiting for the GPU lock, and ``error`` if the trusted side
-        failed; always ends with ``done``."""
+        failed; always ends with ``done``.  Its own loop, not ``gate.bench.evaluations``: one
+        workload, and each candidate's session taken from the cache (``_run_for``, which may
+        close the least recently used) only when its turn comes, after its ``started`` event."""
         started = time.perf_counter()
         stamp = {"device": self.device_label, "worker": self.worker, "host": self.host,
                  "job": wire["job_id"], "attempt": wire.get("attempt", 1)}

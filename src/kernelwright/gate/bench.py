@@ -13,11 +13,11 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from kernelwright import definitions
 from kernelwright.definitions.base import BuiltinDefinition
-from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
+from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate, time_only
 from kernelwright.gate.session import Timeouts, WorkerSession, focus
 from kernelwright.trace import Solution, Trace, Workload
 from kernelwright.trace.jsonio import append_jsonl
@@ -54,6 +54,35 @@ class BenchRun:
 ProgressHook = Callable[[str, int, int], None]  # (description, done, total)
 
 
+def evaluations(builtin: BuiltinDefinition, workloads: Iterable[Workload], cfg: GateConfig,
+                runs: Sequence[SolutionRun], lower_bound: Callable[[SolutionRun], bool] = lambda run: False,
+                before: Optional[Callable[[Workload, SolutionRun], None]] = None,
+                pause_others: bool = False) -> Iterator[Tuple[Workload, SolutionRun, Any]]:
+    """The gate's evaluation loop.  For each workload one ``WorkloadContext`` (its inputs and
+    references prepared once, shared by every run in order, released before the next workload or
+    when the caller stops early); on it each run, after ``before(workload, run)``: ``evaluate``,
+    or for a ``lower_bound`` run ``time_only``.  Yields (workload, run, its Trace or latency in ms).
+    With ``pause_others`` every other run's worker is paused meanwhile (``session.focus``: only for
+    runs used one at a time, as in one bench run).
+
+    The runs, and closing their sessions, stay with the caller: ``run_bench`` opens one per
+    candidate for a whole plan, the red-team runner one per case (with a companion and a
+    hidden-split pass on its own), the canaries one per canary.  The cluster's ``JobRunner`` keeps
+    its own loop: one workload per job, sessions kept between jobs and made as each candidate's
+    turn comes (after its ``started`` event)."""
+    for workload in workloads:
+        ctx = WorkloadContext(builtin, workload, cfg)
+        try:
+            for run in runs:
+                if before is not None:
+                    before(workload, run)
+                if pause_others:
+                    focus([r.session for r in runs], run.session)   # the others' workers are stopped
+                yield workload, run, time_only(run, ctx) if lower_bound(run) else evaluate(run, ctx)
+        finally:
+            ctx.release()
+
+
 def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: Optional[Timeouts] = None,
               progress: Optional[ProgressHook] = None, trace_file_suffix: str = "") -> BenchRun:
     """Evaluate every candidate of every plan on every workload of the plan."""
@@ -77,25 +106,24 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
                                     data_files=definitions.data_files(plan.builtin, plan.workloads))
             runs.append((cand, SolutionRun(session, requires_kernel=cand.requires_kernel, label=cand.label,
                                            warnings=static_warnings(cand))))
-        try:
-            for workload in plan.workloads:
-                ctx = WorkloadContext(plan.builtin, workload, cfg)
-                for cand, srun in runs:
-                    if progress:
-                        progress(f"{plan.builtin.short}: {cand.label} on {workload.uuid[:8]}", done, total)
-                    focus([r.session for _, r in runs], srun.session)   # the others' workers are stopped
-                    if cand.role == "lower_bound":
-                        from kernelwright.gate.evaluate import time_only
+        candidate = {id(srun): cand for cand, srun in runs}
 
-                        ms = time_only(srun, ctx)
-                        result.lower_bounds.setdefault(name, {}).setdefault(cand.solution.name, {})[workload.uuid] = ms
-                        (out_dir / "lower_bounds.json").write_text(json.dumps(result.lower_bounds, indent=1))
-                    else:
-                        trace = evaluate(srun, ctx)
-                        append_jsonl([trace], trace_path)
-                        result.traces.setdefault(name, []).append(trace)
-                    done += 1
-                ctx.release()
+        def before(workload: Workload, srun: SolutionRun) -> None:
+            if progress:
+                progress(f"{plan.builtin.short}: {candidate[id(srun)].label} on {workload.uuid[:8]}", done, total)
+
+        try:
+            for workload, srun, judged in evaluations(plan.builtin, plan.workloads, cfg, [r for _, r in runs],
+                                                      lower_bound=lambda r: candidate[id(r)].role == "lower_bound",
+                                                      before=before, pause_others=True):
+                cand = candidate[id(srun)]
+                if cand.role == "lower_bound":
+                    result.lower_bounds.setdefault(name, {}).setdefault(cand.solution.name, {})[workload.uuid] = judged
+                    (out_dir / "lower_bounds.json").write_text(json.dumps(result.lower_bounds, indent=1))
+                else:
+                    append_jsonl([judged], trace_path)
+                    result.traces.setdefault(name, []).append(judged)
+                done += 1
         finally:
             for _, srun in runs:
                 srun.session.close()

@@ -671,356 +671,615 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
     return watch.finish(trace, measured)
 
 
-def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch):
-    from kernelwright.gate.worker import poison
+# -- one evaluation, phase by phase ------------------------------------------------------------
+@dataclass
+class _Judging:
+    """What one evaluation carries from phase to phase (``_evaluate``): the solution's run, the
+    workload, the watch over the worker's replies, the report being filled, and what the
+    correctness and timing phases found."""
 
-    cfg = ctx.cfg
-    session = run.session
+    run: SolutionRun
+    ctx: WorkloadContext
+    watch: _Watch
+    gate: GateReport
+    load: Dict[str, Any]                          # the worker's reply to ``load``
+    sets: List[Dict[str, Any]] = field(default_factory=list)   # the shared buffer sets
+    load_threads: int = -1                        # native threads after the import (-1: unknown)
+    load_children: int = 0
+    first_call_threads: Optional[int] = None
+    correctness: Optional[Correctness] = None
+    # the timing phase, over the trials
+    plan: Optional[TimingPlan] = None             # this candidate's own timed inputs
+    notes: Dict[str, Any] = field(default_factory=dict)
+    clocks: ClockTrials = field(default_factory=ClockTrials)
+    graph_lat: List[float] = field(default_factory=list)
+    ksum: List[float] = field(default_factory=list)     # CUPTI kernel-time sum and span, per window
+    kspan: List[float] = field(default_factory=list)
+    kernels: Dict[str, List[float]] = field(default_factory=dict)
+    durations: Dict[str, List[float]] = field(default_factory=dict)   # CUPTI: each record's us per kernel name
+    launched: Optional[Dict[str, int]] = None     # CUDA: Triton kernels the solution launched (CUPTI window)
+    launches: Dict[str, List[float]] = field(default_factory=dict)
+    phase_pairs: Tuple[List[float], ...] = ()
+    # the headline clock's decision and the record made from it (``_decide_headline``)
+    headline: Any = None
+    perf: Optional[Performance] = None
+
+    @property
+    def cfg(self) -> GateConfig:
+        return self.ctx.cfg
+
+    @property
+    def session(self) -> WorkerSession:
+        return self.run.session
+
+    def reject(self, reason: str, message: str, check: Optional[CheckResult] = None) -> Trace:
+        return _rejected(self.ctx, self.run, reason, message, self.gate, check)
+
+    def failed(self, reply: Dict[str, Any]) -> Trace:
+        return _failed(self.ctx, self.run, reply, self.gate)
+
+    def files_changed(self) -> Optional[Trace]:
+        """FILE_TAMPERED when a protected file changed during one of the solution's calls."""
+        if self.watch.files:
+            return self.reject(guards.FILE_TAMPERED,
+                               f"protected files changed during a call of the solution: {self.watch.files[:8]}")
+        return None
+
+
+def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch) -> Tuple[Trace, Optional[Performance]]:
+    """One evaluation, phase by phase (``_PHASES``).  The first phase that returns a trace (a
+    rejection or a failure) ends it, so the order of the phases, and of the checks inside each,
+    decides which reason a solution gets.  Returns the trace and the measured performance (None
+    before the headline is decided), which ``_Watch.finish`` keeps in a tampering rejection."""
     if run.compile_failed is not None:
         return _failed(ctx, run, run.compile_failed), None
+    failed = _start_worker(run, ctx, watch)
+    if failed is not None:
+        return failed, None
+    ev = _Judging(run, ctx, watch, gate=GateReport(trials=ctx.cfg.trials), load=run.session.load_reply)
+    for phase in _PHASES:
+        stop = phase(ev)
+        if stop is not None:
+            return stop, ev.perf
+    return _passed(ev), ev.perf
+
+
+def _start_worker(run: SolutionRun, ctx: WorkloadContext, watch: _Watch) -> Optional[Trace]:
+    """Start (or restart) the solution's worker unless it runs; a worker that does not come up
+    fails the evaluation (a COMPILE_ERROR is kept: the next workloads fail the same way without
+    building again).  Then the watch takes the load reply and the worker's log starts afresh."""
+    session = run.session
     if not session.alive:
         reply = session.start() if session.proc is None else session.restart()
         if not reply.get("ok"):
             if reply.get("status") == "COMPILE_ERROR":
                 run.compile_failed = reply
-            return _failed(ctx, run, reply), None
+            return _failed(ctx, run, reply)
     watch.note(session.load_reply)
     session.new_log()
-    gate = GateReport(trials=cfg.trials)
-    load = session.load_reply
+    return None
+
+
+def _check_load(ev: _Judging) -> Optional[Trace]:
+    """What importing the solution did: protected files changed (FILE_TAMPERED), the worker's
+    integrity snapshot misses this definition (INTEGRITY_INCOMPLETE; a gap elsewhere is a
+    warning), Python threads started (BACKGROUND_THREAD)."""
+    load, watch = ev.load, ev.watch
     if watch.files:
-        return _rejected(ctx, run, guards.FILE_TAMPERED, f"protected files changed while loading: {watch.files[:8]}", gate), None
+        return ev.reject(guards.FILE_TAMPERED, f"protected files changed while loading: {watch.files[:8]}")
     gaps = list(load.get("integrity_gaps") or [])
-    own_gaps = integrity.gap_concerns(gaps, ctx.builtin.base_name)
+    own_gaps = integrity.gap_concerns(gaps, ev.ctx.builtin.base_name)
     if own_gaps:
-        return _rejected(ctx, run, guards.INTEGRITY_INCOMPLETE,
-                         f"the worker's integrity snapshot misses this definition: {own_gaps[:3]}", gate), None
-    gate.warnings += [f"{guards.INTEGRITY_INCOMPLETE}: not snapshotted in the worker: {g}" for g in gaps]
-    if cfg.guards and load.get("py_threads", 0) > load.get("py_threads_before", 1 << 30):
-        return _rejected(ctx, run, guards.BACKGROUND_THREAD,
+        return ev.reject(guards.INTEGRITY_INCOMPLETE,
+                         f"the worker's integrity snapshot misses this definition: {own_gaps[:3]}")
+    ev.gate.warnings += [f"{guards.INTEGRITY_INCOMPLETE}: not snapshotted in the worker: {g}" for g in gaps]
+    if ev.cfg.guards and load.get("py_threads", 0) > load.get("py_threads_before", 1 << 30):
+        return ev.reject(guards.BACKGROUND_THREAD,
                          f"importing the solution started {load['py_threads'] - load['py_threads_before']} Python "
-                         "thread(s): work can run outside the measured call", gate), None
-    nsets = ctx.nsets
-    reply = watch.request({"op": "alloc", "sets": nsets, "samples": 0,
-                           "inputs": ctx.input_meta, "outputs": ctx.output_meta}, session.timeouts.alloc_s)
+                         "thread(s): work can run outside the measured call")
+    return None
+
+
+def _allocate_buffers(ev: _Judging) -> Optional[Trace]:
+    """The worker allocates the shared buffer sets; the thread and child counts at load are kept
+    for the checks after each call."""
+    ctx = ev.ctx
+    reply = ev.watch.request({"op": "alloc", "sets": ctx.nsets, "samples": 0,
+                              "inputs": ctx.input_meta, "outputs": ctx.output_meta}, ev.session.timeouts.alloc_s)
     if not reply.get("ok"):
-        return _failed(ctx, run, reply, gate), None
-    sets = reply["sets"]
-    load_threads = load.get("threads", -1)
-    load_children = load.get("children", 0)
+        return ev.failed(reply)
+    ev.sets = reply["sets"]
+    ev.load_threads = ev.load.get("threads", -1)
+    ev.load_children = ev.load.get("children", 0)
+    return None
 
-    def files_changed() -> Optional[Trace]:
-        if watch.files:
-            return _rejected(ctx, run, guards.FILE_TAMPERED,
-                             f"protected files changed during a call of the solution: {watch.files[:8]}", gate)
-        return None
 
-    # 1. correctness on fresh inputs per trial
+# -- 1. correctness on fresh inputs per trial ----------------------------------------------------
+def _check_correctness(ev: _Judging) -> Optional[Trace]:
+    """Phase 1: one call per correctness trial (``_correctness_call``), and with the guards a
+    second call on trial 0's inputs (``_check_determinism``); records ``ev.correctness``: the
+    contest statistics and the strict errors, each the worst over the trials."""
     worst = CheckResult(EvaluationStatus.PASSED)
     checks: List[CheckResult] = []
-    first_call_threads = None
-    for t, trial in enumerate(ctx.trials):
-        _fill_inputs(ctx, sets[0]["inputs"], trial)
-        poison(sets[0]["outputs"], 0)
-        T.sync(ctx.device)
-        reply = watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial)}, session.timeouts.call_s)
-        bad = files_changed()
-        if bad:
-            return bad, None
-        if not reply.get("ok"):
-            return _failed(ctx, run, reply, gate), None
-        if first_call_threads is None:
-            first_call_threads = reply.get("threads", -1)
-        # native threads: those the solution's calls started and that are still alive, beyond two
-        # (a library's lazily started helpers, e.g. cuda-EvtHandlr), and every thread alive since
-        # the import beyond eight: the worker itself starts a few between calls (an honest MoE
-        # solution was once rejected for three), and a thread a call started can start more after
-        # the call returns (red-team case native_thread_trampoline)
-        call_threads = reply.get("call_threads") or []
-        since_load = reply.get("threads", -1) - load_threads if load_threads >= 0 else 0
-        if cfg.guards and (reply.get("py_threads", 0) > load.get("py_threads", 1 << 30)
-                           or len(call_threads) > 2 or since_load > 8):
-            return _rejected(ctx, run, guards.BACKGROUND_THREAD,
-                             f"threads still running after the call: {reply.get('threads')} native "
-                             f"(at load {load_threads}), {reply.get('py_threads')} Python; started by the "
-                             f"solution's calls: {call_threads}; "
-                             f"since the import: {reply.get('new_threads') or '?'}", gate), None
-        changed = _inputs_unchanged(ctx, sets[0]["inputs"], trial)
-        if changed:
-            return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate), None
-        if cfg.guards and reply.get("children", 0) > load_children:
-            return _rejected(ctx, run, guards.CHILD_PROCESS, "child processes left running after the call", gate), None
-        check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]), trial.expected,
-                              ctx.builtin.tolerance, trial.inputs)
-        if not check.passed:
-            return _rejected(ctx, run, check.reason or guards.TOLERANCE, f"trial {t}: {check.detail}", gate, check), None
+    for t, trial in enumerate(ev.ctx.trials):
+        stop, check = _correctness_call(ev, t, trial)
+        if stop is not None:
+            return stop
         checks.append(check)
         worst.max_absolute_error = max(worst.max_absolute_error, check.max_absolute_error)
         worst.max_relative_error = max(worst.max_relative_error, check.max_relative_error)
         worst.matched_ratio = min(worst.matched_ratio, check.matched_ratio)
-        if cfg.guards and t == 0:
-            # determinism / uninitialised memory: same inputs, another buffer set, other poison,
-            # a churned allocator
-            _fill_inputs(ctx, sets[1]["inputs"], trial)
-            poison(sets[1]["outputs"], 1)
-            T.sync(ctx.device)
-            reply = watch.request({"op": "call", "set": 1, "scalars": ctx.scalars(trial), "churn": True},
-                                  session.timeouts.call_s)
-            bad = files_changed()
-            if bad:
-                return bad, None
-            if not reply.get("ok"):
-                return _failed(ctx, run, reply, gate), None
-            changed = _inputs_unchanged(ctx, sets[1]["inputs"], trial)
-            if changed:
-                return _rejected(ctx, run, guards.INPUT_MUTATED, f"input {changed!r} was modified by the call", gate), None
-            again = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[1]["outputs"]), trial.expected,
-                                  ctx.builtin.tolerance, trial.inputs)
-            if not again.passed:
-                return _rejected(ctx, run, guards.NONDETERMINISTIC,
-                                 f"a second run on the same inputs failed: {again.detail}", gate, again), None
-    # the record: contest statistics and strict errors, each the worst over the trials
-    worst.rule, worst.strict = ctx.builtin.tolerance.rule, worst_strict(checks)
-    correctness = Correctness(max_absolute_error=_nn(worst.max_absolute_error),
-                              max_relative_error=_nn(worst.max_relative_error),
-                              extra=worst.verdict_record(ctx.builtin.tolerance))
+        if ev.cfg.guards and t == 0:
+            stop = _check_determinism(ev, trial)
+            if stop is not None:
+                return stop
+    tolerance = ev.ctx.builtin.tolerance
+    worst.rule, worst.strict = tolerance.rule, worst_strict(checks)
+    ev.correctness = Correctness(max_absolute_error=_nn(worst.max_absolute_error),
+                                 max_relative_error=_nn(worst.max_relative_error),
+                                 extra=worst.verdict_record(tolerance))
+    return None
 
-    # 2. timing (fresh input contents every iteration, a twin, rotating buffers, sampled checks)
-    clocks = ClockTrials()
-    graph_lat, ksum, kspan = [], [], []
-    kernels: Dict[str, List[float]] = {}
-    durations: Dict[str, List[float]] = {}      # CUPTI: each record's us per kernel name
-    launched: Optional[Dict[str, int]] = None   # CUDA: Triton kernels the solution launched (CUPTI window)
-    launches: Dict[str, List[float]] = {}
-    plan = ctx.plan_for(candidate_key(run))     # this candidate's own timed inputs
-    notes: Dict[str, Any] = {"input_nonce": cfg.nonce, "input_candidate": plan.candidate}
-    fixed_note = ctx.fresh_note()
+
+def _correctness_call(ev: _Judging, t: int, trial: Trial) -> Tuple[Optional[Trace], Optional[CheckResult]]:
+    """Trial ``t`` on buffer set 0 (inputs filled, outputs poisoned), then in order: protected
+    files, the call's own failure, threads (``_threads_left_by_call``), inputs changed
+    (INPUT_MUTATED), child processes (CHILD_PROCESS), the outputs (TOLERANCE or the checker's
+    reason).  Returns (a rejection or None, the check)."""
+    from kernelwright.gate.worker import poison
+
+    ctx, sets = ev.ctx, ev.sets
+    _fill_inputs(ctx, sets[0]["inputs"], trial)
+    poison(sets[0]["outputs"], 0)
+    T.sync(ctx.device)
+    reply = ev.watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial)}, ev.session.timeouts.call_s)
+    bad = ev.files_changed()
+    if bad is not None:
+        return bad, None
+    if not reply.get("ok"):
+        return ev.failed(reply), None
+    if ev.first_call_threads is None:
+        ev.first_call_threads = reply.get("threads", -1)
+    stop = _threads_left_by_call(ev, reply)
+    if stop is not None:
+        return stop, None
+    changed = _inputs_unchanged(ctx, sets[0]["inputs"], trial)
+    if changed:
+        return ev.reject(guards.INPUT_MUTATED, f"input {changed!r} was modified by the call"), None
+    if ev.cfg.guards and reply.get("children", 0) > ev.load_children:
+        return ev.reject(guards.CHILD_PROCESS, "child processes left running after the call"), None
+    check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]), trial.expected,
+                          ctx.builtin.tolerance, trial.inputs)
+    if not check.passed:
+        return ev.reject(check.reason or guards.TOLERANCE, f"trial {t}: {check.detail}", check), None
+    return None, check
+
+
+def _threads_left_by_call(ev: _Judging, reply: Dict[str, Any]) -> Optional[Trace]:
+    """BACKGROUND_THREAD (guards) after a correctness call: more Python threads than at load,
+    native threads the solution's calls started that are still alive beyond
+    ``guards.CALL_THREADS_ALLOWED``, or native threads alive since the import beyond
+    ``guards.THREADS_SINCE_LOAD_ALLOWED`` (a thread a call started can start more after the call
+    returns: red-team case native_thread_trampoline)."""
+    load_threads = ev.load_threads
+    call_threads = reply.get("call_threads") or []
+    since_load = reply.get("threads", -1) - load_threads if load_threads >= 0 else 0
+    if ev.cfg.guards and (reply.get("py_threads", 0) > ev.load.get("py_threads", 1 << 30)
+                          or len(call_threads) > guards.CALL_THREADS_ALLOWED
+                          or since_load > guards.THREADS_SINCE_LOAD_ALLOWED):
+        return ev.reject(guards.BACKGROUND_THREAD,
+                         f"threads still running after the call: {reply.get('threads')} native "
+                         f"(at load {load_threads}), {reply.get('py_threads')} Python; started by the "
+                         f"solution's calls: {call_threads}; "
+                         f"since the import: {reply.get('new_threads') or '?'}")
+    return None
+
+
+def _check_determinism(ev: _Judging, trial: Trial) -> Optional[Trace]:
+    """Determinism and uninitialised memory: the same inputs on buffer set 1, the other poison,
+    a churned allocator; the outputs must pass again (NONDETERMINISTIC)."""
+    from kernelwright.gate.worker import poison
+
+    ctx, sets = ev.ctx, ev.sets
+    _fill_inputs(ctx, sets[1]["inputs"], trial)
+    poison(sets[1]["outputs"], 1)
+    T.sync(ctx.device)
+    reply = ev.watch.request({"op": "call", "set": 1, "scalars": ctx.scalars(trial), "churn": True},
+                             ev.session.timeouts.call_s)
+    bad = ev.files_changed()
+    if bad is not None:
+        return bad
+    if not reply.get("ok"):
+        return ev.failed(reply)
+    changed = _inputs_unchanged(ctx, sets[1]["inputs"], trial)
+    if changed:
+        return ev.reject(guards.INPUT_MUTATED, f"input {changed!r} was modified by the call")
+    again = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[1]["outputs"]), trial.expected,
+                          ctx.builtin.tolerance, trial.inputs)
+    if not again.passed:
+        return ev.reject(guards.NONDETERMINISTIC, f"a second run on the same inputs failed: {again.detail}", again)
+    return None
+
+
+# -- 2. timing (fresh input contents every iteration, a twin, rotating buffers, sampled checks) ----
+def _time_trials(ev: _Judging) -> Optional[Trace]:
+    """Phase 2: this candidate's timed inputs (``_plan_timing``), then one time op per trial,
+    each judged as it returns (``_time_trial``)."""
+    _plan_timing(ev)
+    for t in range(ev.cfg.trials):
+        stop = _time_trial(ev, t)
+        if stop is not None:
+            return stop
+    return None
+
+
+def _plan_timing(ev: _Judging) -> None:
+    """This candidate's own timed inputs (``TimingPlan``) and the notes that say how they were
+    drawn; a workload whose fixed inputs leave no twin gets a FIXED_INPUTS warning."""
+    cfg = ev.cfg
+    ev.plan = plan = ev.ctx.plan_for(candidate_key(ev.run))
+    ev.notes = {"input_nonce": cfg.nonce, "input_candidate": plan.candidate}
+    fixed_note = ev.ctx.fresh_note()
     if fixed_note:
-        notes["fixed_inputs"] = fixed_note
+        ev.notes["fixed_inputs"] = fixed_note
         if plan.twins and all(t is None for t in plan.twins) and cfg.guards:
-            gate.warnings.append(f"FIXED_INPUTS: {fixed_note}")
-    phase_pairs: Tuple[List[float], ...] = ()
-    for t in range(cfg.trials):
-        specs = plan.timing_specs[t] if cfg.guards else [plan.timing_seeds[t][0]] * len(plan.timing_seeds[t])
-        with_graph = t == 0 and bool(cfg.graph_iterations)
-        msg = _time_message(ctx, len(specs), graph_iterations=len(plan.graph_seeds) if with_graph else 0,
-                            cupti_iters=cfg.cupti_iterations if t == 0 else 0, profile_kernels=t == 0)
-        talk = _TimingConversation(ctx, t, sets, specs, with_graph, plan=plan)
-        reply = watch.request(msg, session.timeouts.timing_op_s(msg["iterations"] + msg["graph_iterations"]
-                                                                + msg["cupti_iters"] + 1), on_step=talk)
-        bad = files_changed()
-        if bad:
-            return bad, None
-        if not reply.get("ok"):
-            return _failed(ctx, run, reply, gate), None
-        if cfg.guards:
-            # the next reply must answer the next message: a forged early reply leaves the real
-            # one queued, and it would arrive here instead of the pong
-            nonce = int.from_bytes(os.urandom(8), "little")
-            pong = watch.request({"op": "ping", "nonce": nonce}, session.timeouts.call_s)
-            if pong.get("pong") != nonce:
-                session.kill()   # out of step: the next workload starts a fresh worker
-                return _rejected(ctx, run, guards.GATE_TAMPERED,
-                                 "the worker's replies are out of step with the parent's messages", gate), None
-        s, edited = talk.headline_samples(reply["samples"], cfg.warmup)
-        if edited and cfg.guards:
-            watch.other = list(dict.fromkeys(watch.other + [f"timing samples edited in the worker: {edited[:6]}"]))
-        if talk.violations or talk.done != len(specs) - 1:
-            session.kill()
-            return _rejected(ctx, run, guards.GATE_TAMPERED,
-                             "the worker's timing exchange is out of step with the parent's: "
-                             f"{(talk.violations or [f'{talk.done + 1} of {len(specs)} iterations reported'])[:3]}",
-                             gate), None
-        for it in sorted(talk.snapshots):
-            ref = ctx.sample_trial(specs[it])
-            check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.snapshots[it]), ref.expected,
+            ev.gate.warnings.append(f"FIXED_INPUTS: {fixed_note}")
+
+
+def _time_trial(ev: _Judging, t: int) -> Optional[Trace]:
+    """Trial ``t``: the time op and its exchange, then in order the sampled outputs, the inputs
+    and threads after the loop, the clocks; a trial that passes adds its samples to the
+    evaluation's (``_collect_trial``)."""
+    stop, talk, reply = _run_time_op(ev, t)
+    if stop is not None:
+        return stop
+    stop, s = _trial_samples(ev, talk, reply)
+    if stop is not None:
+        return stop
+    stop = _check_timed_outputs(ev, t, talk)
+    if stop is None:
+        stop = _check_after_timed_loop(ev, talk, reply)
+    if stop is None:
+        stop = _check_trial_clocks(ev, t, s, reply)
+    if stop is not None:
+        return stop
+    _collect_trial(ev, talk, s)
+    return None
+
+
+def _run_time_op(ev: _Judging, t: int) -> Tuple[Optional[Trace], "_TimingConversation", Dict[str, Any]]:
+    """Send trial ``t``'s time op (trial 0 also runs the graph replays, the CUPTI window and the
+    profiled call) and answer its steps (``_TimingConversation``).  Then protected files, the
+    op's own failure and, with the guards, a ping with a fresh nonce: the next reply must answer
+    the next message (a forged early reply leaves the real one queued, and it would arrive here
+    instead of the pong: GATE_TAMPERED).  Returns (a rejection or None, the conversation, the reply)."""
+    ctx, cfg, plan, session = ev.ctx, ev.cfg, ev.plan, ev.session
+    specs = plan.timing_specs[t] if cfg.guards else [plan.timing_seeds[t][0]] * len(plan.timing_seeds[t])
+    with_graph = t == 0 and bool(cfg.graph_iterations)
+    msg = _time_message(ctx, len(specs), graph_iterations=len(plan.graph_seeds) if with_graph else 0,
+                        cupti_iters=cfg.cupti_iterations if t == 0 else 0, profile_kernels=t == 0)
+    talk = _TimingConversation(ctx, t, ev.sets, specs, with_graph, plan=plan)
+    reply = ev.watch.request(msg, session.timeouts.timing_op_s(msg["iterations"] + msg["graph_iterations"]
+                                                               + msg["cupti_iters"] + 1), on_step=talk)
+    bad = ev.files_changed()
+    if bad is not None:
+        return bad, talk, reply
+    if not reply.get("ok"):
+        return ev.failed(reply), talk, reply
+    if cfg.guards:
+        nonce = int.from_bytes(os.urandom(8), "little")
+        pong = ev.watch.request({"op": "ping", "nonce": nonce}, session.timeouts.call_s)
+        if pong.get("pong") != nonce:
+            session.kill()   # out of step: the next workload starts a fresh worker
+            return ev.reject(guards.GATE_TAMPERED,
+                             "the worker's replies are out of step with the parent's messages"), talk, reply
+    return None, talk, reply
+
+
+def _trial_samples(ev: _Judging, talk: "_TimingConversation",
+                   reply: Dict[str, Any]) -> Tuple[Optional[Trace], Dict[str, Any]]:
+    """The trial's samples from the parent's own records (``headline_samples``).  Samples the
+    worker edited are noted as tampering (GATE_TAMPERED when the evaluation ends); an exchange
+    out of step with the parent's (a violation, iterations missing) rejects now (GATE_TAMPERED).
+    Returns (a rejection or None, the samples)."""
+    s, edited = talk.headline_samples(reply["samples"], ev.cfg.warmup)
+    if edited and ev.cfg.guards:
+        ev.watch.other = list(dict.fromkeys(ev.watch.other + [f"timing samples edited in the worker: {edited[:6]}"]))
+    specs = talk.specs
+    if talk.violations or talk.done != len(specs) - 1:
+        ev.session.kill()
+        return ev.reject(guards.GATE_TAMPERED,
+                         "the worker's timing exchange is out of step with the parent's: "
+                         f"{(talk.violations or [f'{talk.done + 1} of {len(specs)} iterations reported'])[:3]}"), s
+    return None, s
+
+
+def _check_timed_outputs(ev: _Judging, t: int, talk: "_TimingConversation") -> Optional[Trace]:
+    """STALE_OUTPUT: a timed iteration the parent copied (the twin, the draws) is wrong for the
+    inputs of its own spec."""
+    ctx = ev.ctx
+    for it in sorted(talk.snapshots):
+        ref = ctx.sample_trial(talk.specs[it])
+        check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.snapshots[it]), ref.expected,
+                              ctx.builtin.tolerance, ref.inputs)
+        if not check.passed:
+            twin = " (a twin of an earlier iteration: an output cache keyed on pointers/input values?)" \
+                if it == ev.plan.twins[t] else ""
+            return ev.reject(guards.STALE_OUTPUT,
+                             f"timed iteration {it} of trial {t} returned a wrong output for its inputs{twin} "
+                             f"({check.detail})", check)
+    return None
+
+
+def _check_after_timed_loop(ev: _Judging, talk: "_TimingConversation", reply: Dict[str, Any]) -> Optional[Trace]:
+    """With the guards, after the timed loop: every buffer set still holds the inputs of the last
+    spec the parent served it (INPUT_MUTATED); no Python or native threads left beyond the load's
+    (BACKGROUND_THREAD); no child processes (CHILD_PROCESS)."""
+    if not ev.cfg.guards:
+        return None
+    ctx = ev.ctx
+    for set_index, spec in talk.last_spec_by_set.items():   # the parent's own record
+        expected = ctx.inputs_of(spec)
+        it = iter(ev.sets[set_index]["inputs"])
+        for name, shape, _ in ctx.input_meta:
+            if shape is not None and not guards.bitwise_equal(next(it), expected[name]):
+                return ev.reject(guards.INPUT_MUTATED, f"input {name!r} was modified during the timed iterations")
+    load_threads = ev.load_threads
+    if reply.get("py_threads", 0) > ev.load.get("py_threads", 1 << 30) or (
+            reply["threads_after"] > reply["threads_before"] >= 0) or (
+            load_threads >= 0 and reply["threads_after"] - load_threads > guards.THREADS_SINCE_LOAD_ALLOWED):
+        return ev.reject(guards.BACKGROUND_THREAD,
+                         f"threads: at load {load_threads}, after the first call {ev.first_call_threads}, "
+                         f"timed loop {reply['threads_before']} -> {reply['threads_after']}")
+    if reply["children_after"] > ev.load_children:
+        return ev.reject(guards.CHILD_PROCESS, "child processes left running")
+    return None
+
+
+def _check_trial_clocks(ev: _Judging, t: int, s: Dict[str, Any], reply: Dict[str, Any]) -> Optional[Trace]:
+    """The trial's clocks (TIMER_INCONSISTENT): impossible samples (``ClockTrials.add``), latencies
+    that sum to more than the parent's wall clock of the phase, a worker clock that saw far less
+    time than the parent's.  Trial 0's timed latencies are paired first with the traced calls of
+    the same inputs (judged in ``_check_phases``)."""
+    cfg = ev.cfg
+    lat = s.get("latency_ms") or []
+    if t == 0 and s.get("kernel_span_ms"):
+        # timed latencies with the traced kernel sum and span of the same inputs (PHASE_MISMATCH)
+        ev.phase_pairs = headline_phase_pairs(s, cfg.warmup)
+    impossible = ev.clocks.add(s)
+    if impossible:
+        return ev.reject(guards.TIMER_INCONSISTENT, impossible)
+    parent_wall = reply.get("parent_wall_s", math.inf)
+    if sum(lat) / 1e3 > parent_wall * guards.PARENT_WALL_SLACK:
+        return ev.reject(guards.TIMER_INCONSISTENT,
+                         "reported latencies exceed the parent's wall clock for the timing phase")
+    op_wall = reply.get("op_wall_s")
+    if cfg.guards and op_wall is not None and math.isfinite(parent_wall) and \
+            op_wall < guards.WORKER_WALL_MIN_FRACTION * parent_wall - guards.WORKER_WALL_SLACK_S:
+        return ev.reject(guards.TIMER_INCONSISTENT,
+                         f"the worker's clock saw {op_wall:.3f} s for a timing phase the parent saw take "
+                         f"{parent_wall:.3f} s")
+    return None
+
+
+def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any]) -> None:
+    """Add one trial's observations to the evaluation's: launches and host ops (CPU provenance),
+    the graph replays (``_collect_graph``), the CUPTI window's kernel times and records, the
+    Triton kernels launched there."""
+    watch = ev.watch
+    if s.get("min_launches") is not None:
+        watch.note({"launches": s["min_launches"]})
+    for name, v in (s.get("host_ops") or {}).items():
+        watch.note({"host_ops": {name: v}})
+    for name, (count, total) in (s.get("launches") or {}).items():
+        agg = ev.launches.setdefault(name, [0, 0.0])
+        agg[0] += count
+        agg[1] += total
+    _collect_graph(ev, talk, s)
+    if s.get("kernel_sum_ms"):
+        ev.ksum.append(statistics.median(s["kernel_sum_ms"]))
+        ev.kspan.append(statistics.median(s["kernel_span_ms"]))
+    if s.get("cupti_error"):
+        ev.notes["cupti"] = s["cupti_error"]
+    for name, (count, total) in s.get("kernels", {}).items():
+        agg = ev.kernels.setdefault(name, [0, 0.0])
+        agg[0] += count
+        agg[1] += total
+    for name, values in (s.get("kernel_durations") or {}).items():
+        ev.durations.setdefault(name, []).extend(float(x) for x in values)
+    if s.get("launched") is not None:
+        launched = dict(ev.launched or {})
+        for name, n in s["launched"].items():
+            launched[name] = launched.get(name, 0) + int(n)
+        ev.launched = launched
+
+
+def _collect_graph(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any]) -> None:
+    """The graph replays' median latency, kept only when every checked replay was reported done
+    and gave the right outputs (otherwise a note says why it is not reported)."""
+    ctx, plan = ev.ctx, ev.plan
+    if s.get("graph_latency_ms"):
+        graph_ok = True
+        for it in plan.graph_plan:
+            if it not in talk.graph_snapshots:
+                graph_ok = False
+                ev.notes["graph"] = f"graph replay {it} was never reported done; graph latency not reported"
+                continue
+            ref = ctx.sample_trial(plan.graph_seeds[it])
+            check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.graph_snapshots[it]), ref.expected,
                                   ctx.builtin.tolerance, ref.inputs)
             if not check.passed:
-                twin = " (a twin of an earlier iteration: an output cache keyed on pointers/input values?)" \
-                    if it == plan.twins[t] else ""
-                return _rejected(ctx, run, guards.STALE_OUTPUT,
-                                 f"timed iteration {it} of trial {t} returned a wrong output for its inputs{twin} "
-                                 f"({check.detail})", gate, check), None
-        if cfg.guards:
-            for set_index, spec in talk.last_spec_by_set.items():   # the parent's own record
-                expected = ctx.inputs_of(spec)
-                it = iter(sets[set_index]["inputs"])
-                for name, shape, _ in ctx.input_meta:
-                    if shape is not None and not guards.bitwise_equal(next(it), expected[name]):
-                        return _rejected(ctx, run, guards.INPUT_MUTATED,
-                                         f"input {name!r} was modified during the timed iterations", gate), None
-            if reply.get("py_threads", 0) > load.get("py_threads", 1 << 30) or (
-                    reply["threads_after"] > reply["threads_before"] >= 0) or (
-                    load_threads >= 0 and reply["threads_after"] - load_threads > 8):
-                return _rejected(ctx, run, guards.BACKGROUND_THREAD,
-                                 f"threads: at load {load_threads}, after the first call {first_call_threads}, "
-                                 f"timed loop {reply['threads_before']} -> {reply['threads_after']}", gate), None
-            if reply["children_after"] > load_children:
-                return _rejected(ctx, run, guards.CHILD_PROCESS, "child processes left running", gate), None
-        lat = s.get("latency_ms") or []
-        if t == 0 and s.get("kernel_span_ms"):
-            # timed latencies with the traced kernel sum and span of the same inputs (PHASE_MISMATCH)
-            phase_pairs = headline_phase_pairs(s, cfg.warmup)
-        impossible = clocks.add(s)
-        if impossible:
-            return _rejected(ctx, run, guards.TIMER_INCONSISTENT, impossible, gate), None
-        parent_wall = reply.get("parent_wall_s", math.inf)
-        if sum(lat) / 1e3 > parent_wall * 1.01:
-            return _rejected(ctx, run, guards.TIMER_INCONSISTENT,
-                             "reported latencies exceed the parent's wall clock for the timing phase", gate), None
-        op_wall = reply.get("op_wall_s")
-        if cfg.guards and op_wall is not None and math.isfinite(parent_wall) and op_wall < 0.5 * parent_wall - 0.25:
-            return _rejected(ctx, run, guards.TIMER_INCONSISTENT,
-                             f"the worker's clock saw {op_wall:.3f} s for a timing phase the parent saw take "
-                             f"{parent_wall:.3f} s", gate), None
-        if s.get("min_launches") is not None:
-            watch.note({"launches": s["min_launches"]})
-        for name, v in (s.get("host_ops") or {}).items():
-            watch.note({"host_ops": {name: v}})
-        for name, (count, total) in (s.get("launches") or {}).items():
-            agg = launches.setdefault(name, [0, 0.0])
-            agg[0] += count
-            agg[1] += total
-        if s.get("graph_latency_ms"):
-            graph_ok = True
-            for it in plan.graph_plan:
-                if it not in talk.graph_snapshots:
-                    graph_ok = False
-                    notes["graph"] = f"graph replay {it} was never reported done; graph latency not reported"
-                    continue
-                ref = ctx.sample_trial(plan.graph_seeds[it])
-                check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.graph_snapshots[it]), ref.expected,
-                                      ctx.builtin.tolerance, ref.inputs)
-                if not check.passed:
-                    graph_ok = False
-                    notes["graph"] = f"graph replay gave wrong outputs ({check.detail}); graph latency not reported"
-            if graph_ok:
-                graph_lat.append(statistics.median(s["graph_latency_ms"]))
-        elif s.get("graph_error"):
-            notes["graph"] = s["graph_error"]
-        if s.get("kernel_sum_ms"):
-            ksum.append(statistics.median(s["kernel_sum_ms"]))
-            kspan.append(statistics.median(s["kernel_span_ms"]))
-        if s.get("cupti_error"):
-            notes["cupti"] = s["cupti_error"]
-        for name, (count, total) in s.get("kernels", {}).items():
-            agg = kernels.setdefault(name, [0, 0.0])
-            agg[0] += count
-            agg[1] += total
-        for name, values in (s.get("kernel_durations") or {}).items():
-            durations.setdefault(name, []).extend(float(x) for x in values)
-        if s.get("launched") is not None:
-            launched = dict(launched or {})
-            for name, n in s["launched"].items():
-                launched[name] = launched.get(name, 0) + int(n)
+                graph_ok = False
+                ev.notes["graph"] = f"graph replay gave wrong outputs ({check.detail}); graph latency not reported"
+        if graph_ok:
+            ev.graph_lat.append(statistics.median(s["graph_latency_ms"]))
+    elif s.get("graph_error"):
+        ev.notes["graph"] = s["graph_error"]
 
-    headline = clocks.decide(trusted=session.trusted)
+
+# -- 3. the headline and the checks on it ---------------------------------------------------------
+def _decide_headline(ev: _Judging) -> None:
+    """Phase 3: the headline clock over the trials (``ClockTrials.decide``, gate/headline.py) and
+    the Performance record; device time far below the graph replay of the same call marks the
+    trace SUSPICIOUS (DEVICE_GRAPH_MISMATCH)."""
+    notes, gate = ev.notes, ev.gate
+    headline = ev.clocks.decide(trusted=ev.session.trusted)
     latency = headline.latency_ms
     notes["clock"] = {"headline": headline.clock, **headline.notes}
-    ref_ms = ctx.reference_latency_ms()
-    graph_ms = float(statistics.mean(graph_lat)) if graph_lat else None
-    perf = Performance(latency_ms=latency, reference_latency_ms=ref_ms, speedup_factor=ref_ms / latency,
-                       eager_latency_ms=headline.eager_ms, clock=headline.clock, graph_latency_ms=graph_ms,
-                       kernel_time_ms=float(statistics.mean(ksum)) if ksum else None,
-                       kernel_span_ms=float(statistics.mean(kspan)) if kspan else None,
-                       timing_method=T.device_clock_label(headline.clock, clocks.hold_kind),
-                       latency_samples_ms=[round(x, 6) for x in headline.per_trial_ms])
+    ref_ms = ev.ctx.reference_latency_ms()
+    graph_ms = float(statistics.mean(ev.graph_lat)) if ev.graph_lat else None
+    ev.perf = Performance(latency_ms=latency, reference_latency_ms=ref_ms, speedup_factor=ref_ms / latency,
+                          eager_latency_ms=headline.eager_ms, clock=headline.clock, graph_latency_ms=graph_ms,
+                          kernel_time_ms=float(statistics.mean(ev.ksum)) if ev.ksum else None,
+                          kernel_span_ms=float(statistics.mean(ev.kspan)) if ev.kspan else None,
+                          timing_method=T.device_clock_label(headline.clock, ev.clocks.hold_kind),
+                          latency_samples_ms=[round(x, 6) for x in headline.per_trial_ms])
+    ev.headline = headline
     ratio, mismatch = graph_agreement(headline, graph_ms)
     if ratio is not None:
         notes["clock"]["device_vs_graph"] = round(ratio, 3)
-    if mismatch and cfg.guards:
+    if mismatch and ev.cfg.guards:
         gate.suspicious = True
         gate.reasons.append(guards.DEVICE_GRAPH_MISMATCH)
         notes["suspicious"] = mismatch
-    if ctx.device.type == "cuda" and cfg.guards:
-        unmeasured = clocks.unmeasured_work(headline)
-        if unmeasured:
-            return _rejected(ctx, run, guards.UNMEASURED_WORK, unmeasured, gate), perf
-        span_ref = cupti_span_reference(clocks, headline)   # like with like: held or eager traced calls
-        if kspan and kspan[0] > 3.0 * span_ref + 0.1:
-            return _rejected(ctx, run, guards.UNMEASURED_WORK,
-                             f"CUPTI span {kspan[0]:.3f} ms over all streams vs events {span_ref:.3f} ms",
-                             gate), perf
+    return None
 
-    # provenance is observed in recognisable calls (the CUPTI window, the profiled call): a solution
-    # that runs other, faster code in its timed calls shows timed calls faster than the kernels it ran
-    # there on the same inputs (each pair: trial 0, timed iteration warmup + i, traced on the same
-    # spec, so the workload's own variance, e.g. MoE routing, cancels).  GPU only: on CPU the
-    # interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6).
-    if cfg.guards and phase_pairs:
-        reason, message = guards.phase_verdict(*phase_pairs)
+
+def _check_unmeasured_work(ev: _Judging) -> Optional[Trace]:
+    """Phase 4 (CUDA, guards), UNMEASURED_WORK: the device-synchronised wall clock against the
+    events (``ClockTrials.unmeasured_work``), then the CUPTI span over all streams against the
+    events of the same kind of traced calls, held or eager (``cupti_span_reference``)."""
+    if not (ev.ctx.device.type == "cuda" and ev.cfg.guards):
+        return None
+    unmeasured = ev.clocks.unmeasured_work(ev.headline)
+    if unmeasured:
+        return ev.reject(guards.UNMEASURED_WORK, unmeasured)
+    span_ref = cupti_span_reference(ev.clocks, ev.headline)   # like with like: held or eager traced calls
+    if ev.kspan and ev.kspan[0] > guards.CUPTI_SPAN_FACTOR * span_ref + guards.CUPTI_SPAN_SLACK_MS:
+        return ev.reject(guards.UNMEASURED_WORK,
+                         f"CUPTI span {ev.kspan[0]:.3f} ms over all streams vs events {span_ref:.3f} ms")
+    return None
+
+
+def _check_phases(ev: _Judging) -> Optional[Trace]:
+    """Phase 5 (guards), PHASE_MISMATCH.  Provenance is observed in recognisable calls (the CUPTI
+    window, the profiled call): a solution that runs other, faster code in its timed calls shows
+    timed calls faster than the kernels it ran there on the same inputs (each pair: trial 0,
+    timed iteration warmup + i, traced on the same spec, so the workload's own variance, e.g. MoE
+    routing, cancels; ``guards.phase_verdict``); then every trial's median against the traced
+    kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
+    interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
+    cfg = ev.cfg
+    if cfg.guards and ev.phase_pairs:
+        reason, message = guards.phase_verdict(*ev.phase_pairs)
         if reason is not None:
-            return _rejected(ctx, run, reason, message, gate), perf
-    if cfg.guards and ctx.device.type == "cuda" and ksum and kspan:
-        reason, message = guards.trial_phase_verdict(headline.per_trial_ms, ksum[0], kspan[0])
+            return ev.reject(reason, message)
+    if cfg.guards and ev.ctx.device.type == "cuda" and ev.ksum and ev.kspan:
+        reason, message = guards.trial_phase_verdict(ev.headline.per_trial_ms, ev.ksum[0], ev.kspan[0])
         if reason is not None:
-            return _rejected(ctx, run, reason, message, gate), perf
+            return ev.reject(reason, message)
+    return None
 
-    # provenance by launch (issue 22 item 4): the Triton kernels the worker saw the solution
-    # launch in the CUPTI window, the __global__ names of its CUDA sources, vendor patterns first
-    declared = guards.own_kernel_names({src.path: src.content for src in session.solution.sources
-                                        if not src.path.endswith(".py")})
-    split = guards.attribute_kernels(kernels, launched, durations, declared) if ctx.device.type == "cuda" else {}
-    own = guards.own_kernel_names({src.path: src.content for src in session.solution.sources})
-    gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]),
-                                 origin=guards.kernel_origin(n, split) if split else guards.classify_kernel(n, own))
-                    for n, v in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:30]]
-    if cfg.guards and run.requires_kernel and ctx.builtin.requires_kernel:
-        if load.get("counts_launches"):
-            out_elements = sum(math.prod(shape) for _, shape, _ in ctx.output_meta)
-            reason, message = guards.cpu_provenance_verdict(launches, watch.host_ops, out_elements,
-                                                            watch.min_launches if watch.min_launches is not None else 0)
-            if reason is not None:
-                return _rejected(ctx, run, reason, message, gate), perf
-        else:
-            cuda = ctx.device.type == "cuda"
-            reason, message = guards.provenance_verdict(kernels, cpu_ops=not cuda, own_names=declared if cuda else own,
-                                                        launched=launched if cuda else None, durations=durations)
-            if reason is not None and (kernels or cuda):
-                return _rejected(ctx, run, reason, message, gate), perf
 
-    # provenance ablation (CPU): skip every Triton launch; if the outputs still come out right, the
-    # work ran elsewhere (torch under DisableTorchFunction, numpy: case ``hidden_host_compute``).  Not
-    # judged where a constant fill could produce the reference (all its elements equal).
-    if cfg.guards and ctx.device.type == "cpu" and run.requires_kernel and ctx.builtin.requires_kernel \
-            and load.get("counts_launches") and not _constant_reference(ctx.trials[0].expected):
-        trial = ctx.trials[0]
-        _fill_inputs(ctx, sets[0]["inputs"], trial)
-        poison(sets[0]["outputs"], 1)
-        reply = watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial), "ablate": True},
-                              session.timeouts.call_s)
-        bad = files_changed()
-        if bad:
-            return bad, perf
-        if reply.get("ok") and check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]),
-                                             trial.expected, ctx.builtin.tolerance, trial.inputs).passed:
-            return _rejected(ctx, run, guards.HOST_COMPUTE,
-                             "with every Triton launch skipped, the call still produced the right outputs: "
-                             "the work ran outside the solution's kernels", gate), perf
-        # a crash or an exception here decides nothing: an honest solution may fail without its kernels
-    ceilings = ceilings_for_run(ctx.device) if ctx.builtin.roofline is not None else None
-    if ceilings is not None:
-        work = ctx.roofline()
-        floor_ms = work.floor_s(ceilings["measured"]) * 1e3
-        gate.roofline_floor_ms = floor_ms
-        gate.roofline_fraction = floor_ms / latency
-        notes["roofline"] = {"flops": work.flops, "bytes": work.bytes, "unit": work.unit,
-                             "launch_latency_us": ceilings["measured"].get("launch_latency_s", 0.0) * 1e6,
-                             "achieved_TBps": work.bytes / (latency * 1e-3) / 1e12,
-                             "achieved_TFLOPs": work.flops / (latency * 1e-3) / 1e12}
-        if latency < work.floor_s(ceilings["peak"]) * 1e3 * 0.98:
-            gate.suspicious = True
-            gate.reasons.append(guards.BELOW_ROOFLINE)
-            notes["suspicious"] = (f"{latency * 1e3:.1f} us is below the physical floor "
-                                   f"{work.floor_s(ceilings['peak']) * 1e6:.1f} us at the device's peak")
-    if watch.l2_limit > 0:
+def _check_provenance(ev: _Judging) -> Optional[Trace]:
+    """Phase 6, provenance by launch (issue 22 item 4): the kernels of the CUPTI window attributed
+    to the solution (the Triton kernels the worker saw it launch, the ``__global__`` names of its
+    CUDA sources, vendor patterns first) go into ``gate.kernels``; where a kernel of its own is
+    required, CPU judges the Triton launches and host ops (``guards.cpu_provenance_verdict``),
+    CUDA the kernel records (``guards.provenance_verdict``): NO_KERNELS, VENDOR_KERNELS, HOST_COMPUTE."""
+    ctx, cfg, run, sources = ev.ctx, ev.cfg, ev.run, ev.session.solution.sources
+    cuda = ctx.device.type == "cuda"
+    declared = guards.own_kernel_names({src.path: src.content for src in sources if not src.path.endswith(".py")})
+    split = guards.attribute_kernels(ev.kernels, ev.launched, ev.durations, declared) if cuda else {}
+    own = guards.own_kernel_names({src.path: src.content for src in sources})
+    ev.gate.kernels = [KernelRecord(name=n, count=int(v[0]), total_us=float(v[1]),
+                                    origin=guards.kernel_origin(n, split) if split else guards.classify_kernel(n, own))
+                       for n, v in sorted(ev.kernels.items(), key=lambda kv: -kv[1][1])[:30]]
+    if not (cfg.guards and run.requires_kernel and ctx.builtin.requires_kernel):
+        return None
+    if ev.load.get("counts_launches"):
+        out_elements = sum(math.prod(shape) for _, shape, _ in ctx.output_meta)
+        watch = ev.watch
+        reason, message = guards.cpu_provenance_verdict(ev.launches, watch.host_ops, out_elements,
+                                                        watch.min_launches if watch.min_launches is not None else 0)
+        return ev.reject(reason, message) if reason is not None else None
+    reason, message = guards.provenance_verdict(ev.kernels, cpu_ops=not cuda, own_names=declared if cuda else own,
+                                                launched=ev.launched if cuda else None, durations=ev.durations)
+    if reason is not None and (ev.kernels or cuda):
+        return ev.reject(reason, message)
+    return None
+
+
+def _check_ablation(ev: _Judging) -> Optional[Trace]:
+    """Phase 7, provenance ablation (CPU, guards, a kernel required, launches counted): skip every
+    Triton launch; if the outputs still come out right, the work ran elsewhere (torch under
+    DisableTorchFunction, numpy: case ``hidden_host_compute``): HOST_COMPUTE.  Not judged where a
+    constant fill could produce the reference (all its elements equal).  A crash or an exception
+    here decides nothing: an honest solution may fail without its kernels."""
+    ctx, cfg, run = ev.ctx, ev.cfg, ev.run
+    if not (cfg.guards and ctx.device.type == "cpu" and run.requires_kernel and ctx.builtin.requires_kernel
+            and ev.load.get("counts_launches") and not _constant_reference(ctx.trials[0].expected)):
+        return None
+    from kernelwright.gate.worker import poison
+
+    trial, sets = ctx.trials[0], ev.sets
+    _fill_inputs(ctx, sets[0]["inputs"], trial)
+    poison(sets[0]["outputs"], 1)
+    reply = ev.watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial), "ablate": True},
+                             ev.session.timeouts.call_s)
+    bad = ev.files_changed()
+    if bad is not None:
+        return bad
+    if reply.get("ok") and check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]),
+                                         trial.expected, ctx.builtin.tolerance, trial.inputs).passed:
+        return ev.reject(guards.HOST_COMPUTE,
+                         "with every Triton launch skipped, the call still produced the right outputs: "
+                         "the work ran outside the solution's kernels")
+    return None
+
+
+# the phases after the worker is up, in the order that decides which reason a solution gets
+_PHASES = (_check_load, _allocate_buffers, _check_correctness, _time_trials, _decide_headline,
+           _check_unmeasured_work, _check_phases, _check_provenance, _check_ablation)
+
+
+def _passed(ev: _Judging) -> Trace:
+    """The PASSED trace: the roofline (``_note_roofline``), a persisting-L2 limit the solution set
+    (L2_PERSISTENCE: SUSPICIOUS), every note."""
+    _note_roofline(ev)
+    gate, notes = ev.gate, ev.notes
+    if ev.watch.l2_limit > 0:
         gate.suspicious = True
         gate.reasons.append(guards.L2_PERSISTENCE)
-        notes["l2_persistence"] = (f"the solution set a persisting-L2 limit of {watch.l2_limit} bytes; the gate "
+        notes["l2_persistence"] = (f"the solution set a persisting-L2 limit of {ev.watch.l2_limit} bytes; the gate "
                                    "resets persisting lines and the limit before every timed iteration")
     gate.notes = notes
-    return _trace(ctx, run, EvaluationStatus.PASSED, log=session.new_log(), correctness=correctness,
-                  performance=perf, gate=gate), perf
+    return _trace(ev.ctx, ev.run, EvaluationStatus.PASSED, log=ev.session.new_log(), correctness=ev.correctness,
+                  performance=ev.perf, gate=gate)
+
+
+def _note_roofline(ev: _Judging) -> None:
+    """Where the definition has a roofline model and the device its ceilings: the floor, the
+    fraction of it reached, the achieved rates; a latency below the floor at the device's peak
+    marks the trace SUSPICIOUS (BELOW_ROOFLINE)."""
+    ctx, gate, notes = ev.ctx, ev.gate, ev.notes
+    latency = ev.headline.latency_ms
+    ceilings = ceilings_for_run(ctx.device) if ctx.builtin.roofline is not None else None
+    if ceilings is None:
+        return
+    work = ctx.roofline()
+    floor_ms = work.floor_s(ceilings["measured"]) * 1e3
+    gate.roofline_floor_ms = floor_ms
+    gate.roofline_fraction = floor_ms / latency
+    notes["roofline"] = {"flops": work.flops, "bytes": work.bytes, "unit": work.unit,
+                         "launch_latency_us": ceilings["measured"].get("launch_latency_s", 0.0) * 1e6,
+                         "achieved_TBps": work.bytes / (latency * 1e-3) / 1e12,
+                         "achieved_TFLOPs": work.flops / (latency * 1e-3) / 1e12}
+    if latency < work.floor_s(ceilings["peak"]) * 1e3 * guards.ROOFLINE_MARGIN:
+        gate.suspicious = True
+        gate.reasons.append(guards.BELOW_ROOFLINE)
+        notes["suspicious"] = (f"{latency * 1e3:.1f} us is below the physical floor "
+                               f"{work.floor_s(ceilings['peak']) * 1e6:.1f} us at the device's peak")
 
 
 def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:

@@ -66,6 +66,37 @@ UNMEASURED_WORK_SLACK_MS = 0.05
 # DEVICE_GRAPH_MISMATCH: device time below this fraction of the same call's CUDA-graph replay
 # (both hide the host launch; honest calls agree within about 10 %, the device-time issue's bar)
 DEVICE_GRAPH_MIN_RATIO = 0.75
+# UNMEASURED_WORK (CUDA): the CUPTI span over all streams of trial 0's traced calls may exceed the
+# events of the same kind of calls by this factor plus this slack (ms) before work on a side stream
+# is assumed (CUPTI slows every launch: a launch-bound honest call's traced span is about twice its
+# timed latency, see ``phase_verdict``)
+CUPTI_SPAN_FACTOR = 3.0
+CUPTI_SPAN_SLACK_MS = 0.1
+# TIMER_INCONSISTENT: a trial's reported latencies may sum to this multiple of the parent's own wall
+# clock of the timing phase, and the worker's clock of the phase may fall to this fraction of the
+# parent's less this slack (s), before the worker's clocks are taken to be lying (loose bounds on
+# purpose, set with the first hardened gate of 2026-11-29: only a forged clock crosses them)
+PARENT_WALL_SLACK = 1.01
+WORKER_WALL_MIN_FRACTION = 0.5
+WORKER_WALL_SLACK_S = 0.25
+# TIMER_INCONSISTENT: a trial's median event latency may exceed the median wall-clock span it was
+# recorded in (device-synchronised; for held calls start record -> synchronised) by this factor plus
+# this slack (ms): the events sit inside that span, so only a forged latency goes beyond
+EVENTS_OVER_WALL_FACTOR = 1.05
+EVENTS_OVER_WALL_SLACK_MS = 0.05
+# BELOW_ROOFLINE: a headline latency below this fraction of the roofline floor at the device's peak
+# is SUSPICIOUS (a 2 % margin for the clocks and the model's counts, since the first gate, 2026-11-29)
+ROOFLINE_MARGIN = 0.98
+
+# -- thresholds of the thread guard (BACKGROUND_THREAD, docs/gate.md, section 2, item 5) ---------
+# native threads a solution's calls started that may still be alive after a correctness call: a
+# library's lazily started helpers (e.g. cuda-EvtHandlr)
+CALL_THREADS_ALLOWED = 2
+# native threads alive since the import, after each correctness call and the timed loop: the
+# worker itself starts a few between calls (an honest MoE solution was once rejected for three), and
+# a thread a call started can start more after the call returns (red-team case
+# native_thread_trampoline, 2026-11-30)
+THREADS_SINCE_LOAD_ALLOWED = 8
 
 # every code a trace can carry, with one line each (docs/gate.md has the long form)
 REASONS = {

@@ -77,10 +77,11 @@ class ClockTrials:
         eager = list(s.get("eager_latency_ms") or [])
         walls = list(s.get("wall_ms") or [])
         idle = lat if clock == "cpu" else eager      # the samples taken with the device idle
-        if idle and walls and statistics.median(idle) > 1.05 * statistics.median(walls) + 0.05:
+        factor, slack = guards.EVENTS_OVER_WALL_FACTOR, guards.EVENTS_OVER_WALL_SLACK_MS
+        if idle and walls and statistics.median(idle) > factor * statistics.median(walls) + slack:
             return "event latencies exceed the wall-clock span they were recorded in"
         spans = list(s.get("held_span_ms") or [])
-        if clock == "device" and spans and statistics.median(lat) > 1.05 * statistics.median(spans) + 0.05:
+        if clock == "device" and spans and statistics.median(lat) > factor * statistics.median(spans) + slack:
             return "held event latencies exceed the wall-clock span they were recorded in"
         self.clocks.append(clock)
         self.timed.append(statistics.median(lat))

@@ -304,6 +304,24 @@ extern "C" __global__ void __launch_bounds__(1024) kw_stream_hold(
 """
 
 
+def _compile_hold_kernel(nvrtc, arch: bytes) -> bytes:
+    """``_HOLD_SOURCE`` compiled by NVRTC for ``arch`` (``--gpu-architecture=sm_XY``): the cubin.
+    Raises RuntimeError with the start of NVRTC's log when it does not compile."""
+    err, prog = nvrtc.nvrtcCreateProgram(_HOLD_SOURCE.encode(), b"kw_stream_hold.cu", 0, [], [])
+    _check(err, "nvrtcCreateProgram")
+    (err,) = nvrtc.nvrtcCompileProgram(prog, 1, [arch])
+    if int(err) != 0:
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        raise RuntimeError(f"NVRTC failed to compile the hold kernel: {log.decode(errors='replace')[:300]}")
+    err, size = nvrtc.nvrtcGetCUBINSize(prog)
+    _check(err, "nvrtcGetCUBINSize")
+    cubin = b" " * size
+    _check(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+    return cubin
+
+
 class StreamHold:
     """NVBench-style blocking kernel for the device-time clock (CUDA, cuda-python's driver and
     NVRTC bindings).
@@ -328,19 +346,7 @@ class StreamHold:
         props = torch.cuda.get_device_properties(device)
         torch.cuda.set_device(device)
         torch.zeros(1, device=device)                       # the primary context is current
-        arch = f"--gpu-architecture=sm_{props.major}{props.minor}".encode()
-        err, prog = nvrtc.nvrtcCreateProgram(_HOLD_SOURCE.encode(), b"kw_stream_hold.cu", 0, [], [])
-        _check(err, "nvrtcCreateProgram")
-        (err,) = nvrtc.nvrtcCompileProgram(prog, 1, [arch])
-        if int(err) != 0:
-            _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-            log = b" " * size
-            nvrtc.nvrtcGetProgramLog(prog, log)
-            raise RuntimeError(f"NVRTC failed to compile the hold kernel: {log.decode(errors='replace')[:300]}")
-        err, size = nvrtc.nvrtcGetCUBINSize(prog)
-        _check(err, "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        _check(nvrtc.nvrtcGetCUBIN(prog, cubin)[0], "nvrtcGetCUBIN")
+        cubin = _compile_hold_kernel(nvrtc, f"--gpu-architecture=sm_{props.major}{props.minor}".encode())
         err, self._module = cu.cuModuleLoadData(cubin)
         _check(err, "cuModuleLoadData")
         err, self._function = cu.cuModuleGetFunction(self._module, b"kw_stream_hold")

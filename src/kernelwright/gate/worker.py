@@ -238,6 +238,7 @@ class LaunchCounter:
         import weakref
 
         begin, end, replay, reset = cls.capture_begin, cls.capture_end, cls.replay, cls.reset
+        executable, kept = _graph_executable, _graph_kept   # bound now, before any solution code
         graphs: Dict[int, Tuple[Any, Dict[str, int], Any]] = {}
         capture: Dict[str, Any] = {"owner": None, "names": None, "id": None}
         conflict = object()
@@ -246,19 +247,6 @@ class LaunchCounter:
             names = capture["names"]
             if names is not None and capture["owner"] is not conflict:
                 names[name] = names.get(name, 0) + 1
-
-        def executable(graph) -> Any:
-            try:
-                return graph.raw_cuda_graph_exec()
-            except Exception:
-                return None
-
-        def kept(graph) -> bool:
-            try:
-                graph.raw_cuda_graph()      # only a graph made with keep_graph=True has one
-                return True
-            except Exception:
-                return False
 
         def capture_begin(self, *args, **kwargs):
             result = begin(self, *args, **kwargs)
@@ -300,6 +288,24 @@ class LaunchCounter:
         return note_captured
 
 
+def _graph_executable(graph) -> Any:
+    """A CUDA graph's executable graph (``raw_cuda_graph_exec``), or None before it has one."""
+    try:
+        return graph.raw_cuda_graph_exec()
+    except Exception:
+        return None
+
+
+def _graph_kept(graph) -> bool:
+    """Whether a CUDA graph was kept for editing: only one made with ``keep_graph=True`` has a
+    ``raw_cuda_graph``."""
+    try:
+        graph.raw_cuda_graph()
+        return True
+    except Exception:
+        return False
+
+
 def _capture_id() -> Optional[int]:
     """The CUDA stream-capture id of torch's current stream (cudaStreamGetCaptureInfo), or None
     when it cannot be read (no cuda-python, not capturing)."""
@@ -312,6 +318,38 @@ def _capture_id() -> Optional[int]:
         return int(out[2])
     except Exception:
         return None
+
+
+def _device_sample(P: T.Primitives, timing: Dict[str, Any]) -> Dict[str, Any]:
+    """A CUDA timed iteration's sample, read with the op's primitives ``P``: held (``_held_call``:
+    device time) or eager (``_idle_call``)."""
+    if "outcome" in timing:
+        return {"kind": "held", "outcome": timing["outcome"], "ms": float(P.event_elapsed(*timing["events"])),
+                "held_wall_ms": timing["after_release_s"] * 1e3, "held_span_ms": timing["span_s"] * 1e3,
+                "host_ms": timing["host_s"] * 1e3}
+    return {"kind": "eager", "ms": float(P.event_elapsed(*timing["events"])), "wall_ms": timing["wall_s"] * 1e3}
+
+
+def _keep_sample(out: T.TimingSamples, policy: T.HoldPolicy, sample: Dict[str, Any], i: int, warmup: int,
+                 cuda: bool) -> None:
+    """Timed iteration ``i``'s sample into the op's own lists (past the warm-up): CPU wall time;
+    on CUDA a held iteration's device time where the policy keeps it (``HoldPolicy.note``), an
+    idle iteration's eager latency."""
+    if not cuda:
+        if i >= warmup:
+            out.wall_ms.append(sample["ms"])
+        return
+    if sample["kind"] == "held":
+        if policy.note(i, sample["outcome"]) and i >= warmup:
+            out.latency_ms.append(sample["ms"])
+            out.latency_iters.append(i)
+            out.held_wall_ms.append(sample["held_wall_ms"])
+            out.held_span_ms.append(sample["held_span_ms"])
+            out.host_ms.append(sample["host_ms"])
+    elif i >= warmup:
+        out.eager_latency_ms.append(sample["ms"])
+        out.eager_iters.append(i)
+        out.wall_ms.append(sample["wall_ms"])
 
 
 class HostOpRecorder:
@@ -792,8 +830,8 @@ class Harness:
         addresses), poisoned outputs and a cold L2; after each call the parent may copy the
         outputs for a check (``_done``).  On CUDA the iterations alternate between the two
         clocks (``timing.HoldPolicy``): held (device time, ``_held_call``) and idle (eager
-        latency, ``_idle_call``).  Clocks and events come from ``self.prims`` (bound before the
-        solution was imported)."""
+        latency, ``_idle_call``).  Clocks and events: ``self.prims`` (bound before the solution
+        was imported).  The loop stays in this frame: red-team cases find the timed calls by it."""
         from kernelwright import definitions
         from kernelwright.trace import Workload
 
@@ -805,11 +843,7 @@ class Harness:
         nsets = len(self.sets)
         cuda = self.device.type == "cuda"
         base = self._integrity_now()       # before any solution code runs in this op
-        out = T.TimingSamples()
-        policy = T.HoldPolicy(cuda and self.hold is not None, warmup)
-        if cuda:
-            out.hold_kind = self.hold.kind if self.hold is not None else None
-            out.hold_error = None if self.hold is not None else (T.StreamHold.why_not(self.device) or "unavailable")
+        out, policy = self._new_samples(cuda, warmup)
         threads_before = guards.native_thread_count()
         children_before = guards.child_process_count()
         counting = self.count_launches
@@ -845,14 +879,7 @@ class Harness:
                 self._accept_returned(returned, args, outputs, retired)
             P.sync()
             # the sample goes to the parent as soon as it is read (the parent keeps the samples)
-            if not cuda:
-                sample = {"kind": "cpu", "ms": wall * 1e3}
-            elif "outcome" in timing:
-                sample = {"kind": "held", "outcome": timing["outcome"], "ms": float(P.event_elapsed(*timing["events"])),
-                          "held_wall_ms": timing["after_release_s"] * 1e3, "held_span_ms": timing["span_s"] * 1e3,
-                          "host_ms": timing["host_s"] * 1e3}
-            else:
-                sample = {"kind": "eager", "ms": float(P.event_elapsed(*timing["events"])), "wall_ms": timing["wall_s"] * 1e3}
+            sample = {"kind": "cpu", "ms": wall * 1e3} if not cuda else _device_sample(P, timing)
             sample["launches"] = n
             self._done("time", i, sample)
             if gc_isenabled():
@@ -862,24 +889,35 @@ class Harness:
             returned = timing = state = args = scalars = None   # finalizers run here, after the parent's copy
             retired.clear()
             self._check_integrity(base)
-            if not cuda:
-                if i >= warmup:
-                    out.wall_ms.append(sample["ms"])
-                continue
-            if sample["kind"] == "held":
-                if policy.note(i, sample["outcome"]) and i >= warmup:
-                    out.latency_ms.append(sample["ms"])
-                    out.latency_iters.append(i)
-                    out.held_wall_ms.append(sample["held_wall_ms"])
-                    out.held_span_ms.append(sample["held_span_ms"])
-                    out.host_ms.append(sample["host_ms"])
-            elif i >= warmup:
-                out.eager_latency_ms.append(sample["ms"])
-                out.eager_iters.append(i)
-                out.wall_ms.append(sample["wall_ms"])
+            _keep_sample(out, policy, sample, i, warmup, cuda)
         P.sync()
         after = {"threads_after": guards.native_thread_count(), "children_after": guards.child_process_count(),
                  "py_threads": threading.active_count()}
+        self._finish_samples(out, policy, cuda, warmup, count)
+        out.min_launches = fewest
+        if cuda and msg.get("graph_iterations") and self.prepare is None:
+            self._time_graph(builtin, workload, msg, out)
+        if cuda and msg.get("cupti_iters"):
+            self._time_cupti(builtin, workload, msg, out)
+        elif msg.get("profile_kernels"):
+            self._profile_kernels(builtin, workload, msg, out)
+        return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
+                "children_before": children_before,
+                "l2_limit": self._l2_limit(), **after}
+
+    def _new_samples(self, cuda: bool, warmup: int) -> Tuple[T.TimingSamples, T.HoldPolicy]:
+        """An op's empty samples (with the blocking kernel's kind, or why there is none) and the
+        device-time policy of its iterations (``timing.HoldPolicy``: held only where a hold exists)."""
+        out = T.TimingSamples()
+        policy = T.HoldPolicy(cuda and self.hold is not None, warmup)
+        if cuda:
+            out.hold_kind = self.hold.kind if self.hold is not None else None
+            out.hold_error = None if self.hold is not None else (T.StreamHold.why_not(self.device) or "unavailable")
+        return out, policy
+
+    def _finish_samples(self, out: T.TimingSamples, policy: T.HoldPolicy, cuda: bool, warmup: int, count: int) -> None:
+        """After the timed loop: which clock ``latency_ms`` is (device where any iteration could be
+        held, else eager; cpu), and on CUDA the empty measurements, sent to the parent at once."""
         out.hold_timeouts = policy.timeouts
         if cuda:
             if out.latency_ms:
@@ -894,16 +932,6 @@ class Harness:
         else:
             out.clock, out.latency_ms = "cpu", list(out.wall_ms)
             out.latency_iters = list(range(warmup, count))
-        out.min_launches = fewest
-        if cuda and msg.get("graph_iterations") and self.prepare is None:
-            self._time_graph(builtin, workload, msg, out)
-        if cuda and msg.get("cupti_iters"):
-            self._time_cupti(builtin, workload, msg, out)
-        elif msg.get("profile_kernels"):
-            self._profile_kernels(builtin, workload, msg, out)
-        return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
-                "children_before": children_before,
-                "l2_limit": self._l2_limit(), **after}
 
     def _held_call(self, args, outputs, state, call=None):
         """One call behind the blocking kernel (device time): hold, start event, the call, end

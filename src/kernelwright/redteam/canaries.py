@@ -244,7 +244,8 @@ def run_canary(builtin_name: str, kind: str, device: str, out_root: Path, cfg=No
     """Evaluate one canary on every quick workload of a definition it applies to; it must fail
     all of them (the default verdict: contest rule and strict rule)."""
     from kernelwright import definitions
-    from kernelwright.gate.evaluate import SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.bench import evaluations
+    from kernelwright.gate.evaluate import SolutionRun
     from kernelwright.gate.session import WorkerSession
     from kernelwright.redteam.runner import gate_config
 
@@ -268,10 +269,7 @@ def run_canary(builtin_name: str, kind: str, device: str, out_root: Path, cfg=No
     passed, reasons, detail, n = [], [], "", 0
     weak: List[str] = []   # workloads where the canary passed the correctness trials
     try:
-        for w in workloads:
-            ctx = WorkloadContext(quick, w, cfg)
-            trace = evaluate(run, ctx)
-            ctx.release()
+        for w, _, trace in evaluations(quick, workloads, cfg, [run]):
             n += 1
             if trace.passed:
                 passed.append(w.uuid)

@@ -166,7 +166,8 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     from dataclasses import replace
 
     from kernelwright import definitions
-    from kernelwright.gate.evaluate import SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.bench import evaluations
+    from kernelwright.gate.evaluate import SolutionRun
     from kernelwright.gate.guards import static_scan
     from kernelwright.gate.hidden import hidden_salt
     from kernelwright.gate.session import WorkerSession
@@ -190,22 +191,17 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
                                           isolation=companion.isolation or case.isolation), label=companion.id)
     traces: List[Trace] = []
     try:
-        for w in workloads:
-            ctx = WorkloadContext(quick, w, cfg)
-            if rival is not None:
-                first = evaluate(rival, ctx)
-                if not first.passed:
-                    raise RuntimeError(f"the companion {case.companion} did not pass: {first.evaluation.gate.reasons}")
-            traces.append(evaluate(run, ctx))
-            ctx.release()
-            if not traces[-1].passed:
+        for _, judged, trace in evaluations(quick, workloads, cfg, [rival, run] if rival is not None else [run]):
+            if judged is rival:
+                if not trace.passed:
+                    raise RuntimeError(f"the companion {case.companion} did not pass: {trace.evaluation.gate.reasons}")
+                continue
+            traces.append(trace)
+            if not trace.passed:
                 break
         if case.held_out and traces and all(t.passed for t in traces):
             hcfg = replace(cfg, split="hidden", salt=hidden_salt())
-            for w in _held_out(full, hcfg.salt, device):
-                ctx = WorkloadContext(full, w, hcfg)
-                traces.append(evaluate(run, ctx))
-                ctx.release()
+            traces += [trace for _, _, trace in evaluations(full, _held_out(full, hcfg.salt, device), hcfg, [run])]
     except Exception as exc:  # the runner itself failed: report, never hide
         session.close()
         if rival is not None:
