@@ -194,3 +194,15 @@ def test_a_quick_run_exported_as_a_trace_set_loads_back(tmp_path):
     res = _invoke(["eval", str(sol), "--device", "cpu", "--quick", "--trace-set", str(exported),
                    "--out", str(tmp_path / "again")])
     assert res.exit_code == 0, res.output
+
+
+def test_a_pool_worker_reads_the_workload_blobs(trace_set, tmp_path):
+    """The pool's job runner starts each gate worker with the files the job's workload reads
+    (behind the boundary nothing else is readable): the blob-backed workload passes there too."""
+    out = tmp_path / "out"
+    res = _invoke(["bench", "--trace-set", str(trace_set), "-d", MOE, "--device", "cpu", "--quick", "-w", GOOD,
+                   "--pool", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    traces = [t for f in (out / "traces").glob("*.jsonl") for t in load_jsonl(Trace, f)]
+    assert traces and all(t.evaluation.status.value == "PASSED" for t in traces), \
+        [(t.solution, t.evaluation.status.value, (t.evaluation.gate.detail if t.evaluation.gate else "")) for t in traces]

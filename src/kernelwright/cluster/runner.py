@@ -20,7 +20,9 @@ import time
 import traceback
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from kernelwright import definitions
 
 from kernelwright.gate.bench import Candidate
 from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate, time_only
@@ -104,11 +106,15 @@ class JobRunner:
         return [k[0] for k in self._runs]
 
     # -- sessions --------------------------------------------------------------------------
-    def _run_for(self, cand: Dict[str, Any], timeouts: Optional[Timeouts], log_dir: Optional[Path]) -> SolutionRun:
+    def _run_for(self, cand: Dict[str, Any], timeouts: Optional[Timeouts], log_dir: Optional[Path],
+                 data_files: Tuple[str, ...] = ()) -> SolutionRun:
+        """The cached session of a candidate, or a new one.  ``data_files``: what the job's
+        workload reads outside kernelwright (its definition JSON, safetensors blobs); behind the
+        boundary a worker reads nothing else, so they are part of the key."""
         solution = Solution.model_validate_json(cand["solution"])
         digest = solution.content_hash()
         key = (digest, solution.name, cand["trusted"], cand["prepare"], cand["requires_kernel"],
-               dataclasses.astuple(timeouts) if timeouts else None, str(log_dir))
+               dataclasses.astuple(timeouts) if timeouts else None, str(log_dir), data_files)
         run = self._runs.get(key)
         if run is not None:
             self._runs.move_to_end(key)
@@ -121,7 +127,7 @@ class JobRunner:
         candidate = Candidate(solution, cand["label"], role=cand["role"], trusted=cand["trusted"],
                               prepare=cand["prepare"], requires_kernel=cand["requires_kernel"])
         session = WorkerSession(solution, self.gate_device, timeouts, trusted=cand["trusted"],
-                                prepare=cand["prepare"], log_dir=folder)
+                                prepare=cand["prepare"], log_dir=folder, data_files=list(data_files))
         run = SolutionRun(session, requires_kernel=cand["requires_kernel"], label=cand["label"],
                           warnings=_static_warnings(candidate))
         self._runs[key] = run
@@ -179,10 +185,11 @@ class JobRunner:
             timeouts = Timeouts(**wire["timeouts"]) if wire.get("timeouts") else None
             log_dir = Path(wire["log_dir"]) if wire.get("log_dir") else None
             ctx = WorkloadContext(builtin, workload, cfg)
+            files = tuple(definitions.data_files(builtin, [workload]))
             try:
                 for cand in wire["candidates"]:
                     yield {"op": "started", "index": cand["index"], "label": cand["label"]}
-                    run = self._run_for(cand, timeouts, log_dir)
+                    run = self._run_for(cand, timeouts, log_dir, files)
                     focus([r.session for r in self._runs.values()], run.session)   # the others are stopped
                     if cand["role"] == "lower_bound":
                         ms = time_only(run, ctx)

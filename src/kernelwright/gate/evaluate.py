@@ -1166,8 +1166,8 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
     window, the profiled call): a solution that runs other, faster code in its timed calls shows
     timed calls faster than the kernels it ran there on the same inputs (each pair: trial 0,
     timed iteration warmup + i, traced on the same spec, so the workload's own variance, e.g. MoE
-    routing, cancels; ``guards.phase_verdict``); then every trial's median against the traced
-    kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
+    routing, cancels; ``guards.phase_verdict``); then every later trial's median against the
+    smaller of trial 0's and the traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
     interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
     cfg = ev.cfg
     if cfg.guards and ev.phase_pairs:
