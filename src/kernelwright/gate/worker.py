@@ -1027,7 +1027,9 @@ class Harness:
                 pass
             return
         P = self.prims
-        replay = graph.replay
+        # the class's method (watched by the integrity snapshot), not an attribute the solution
+        # could set on the graph object through the harness's frames
+        replay = torch.cuda.CUDAGraph.replay.__get__(graph)
         for i in range(count):
             self._regenerate(builtin, workload, self._spec("graph", i), 0)
             poison(outputs)
