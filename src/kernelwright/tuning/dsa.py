@@ -1,10 +1,12 @@
 """Tuning harness of the shipped DSA indexer and sparse-attention kernels
 (``solutions/dsa_indexer_triton``, ``solutions/dsa_attention_triton``) on one CUDA device: their
-launch modes and split/fuse configurations at contest shapes, checked and timed the gate's way.
+launch modes and split/fuse configurations at contest shapes (attention also at T = 16-128 of the
+serving envelope), checked and timed the gate's way.
 
 Run on the H200 (one call checks and times every variant, then prints a compact table):
 
     python -m kernelwright.tuning.dsa --out DIR [--only attn,idx] [--budget 150] [--previous DIR]
+    python -m kernelwright.tuning.dsa --out DIR --only attn --attn-tokens 16,32,64,128 --shipped-only
     python -m kernelwright.tuning.dsa --smoke --out DIR       # the plumbing on the CPU (interpreter)
 
 ``--previous DIR`` holds earlier copies of the kernels as ``attention.py`` / ``indexer.py`` (plain
@@ -69,6 +71,11 @@ ATTN_SWEEP = {
     7: [(128, 64, 8, 2), (64, 64, 8, 2), (32, 32, 4, 2)],
     8: [(128, 32, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2), (128, 32, 4, 3)],
 }
+# T >= 16 (the serving envelope, --attn-tokens): the shipped rule stops at 256-slot splits (8 per
+# row, 4 tiles per program, T x 256 KB of fp32 partials); longer splits trade programs for
+# fewer partials and longer software pipelines (a split of 2048 leaves one partial per row)
+for _t in (16, 32, 64, 128):
+    ATTN_SWEEP[_t] = [(512, 64, 8, 2), (1024, 64, 8, 2), (1024, 64, 8, 3), (2048, 64, 8, 3), (256, 64, 8, 3)]
 # Indexer overrides per row tile, on its short-row path: ("fused", pages per dot, pivots) --
 # groups per program by the rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
 IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
@@ -136,8 +143,10 @@ class Case:
 
 
 def attn_case(tokens):
+    """A contest workload with ``tokens`` rows, else the serving envelope's at 128K context."""
     b = get_definition("attention")
-    w = next(w for w in b.public_workloads() if w.axes["num_tokens"] == tokens)
+    w = next((w for w in b.public_workloads() if w.axes["num_tokens"] == tokens), None) or \
+        next(w for w in b.sweep_workloads() if w.axes["num_tokens"] == tokens and w.uuid.endswith("ctx131072"))
     outputs = lambda: (torch.empty((tokens, 16, 512), dtype=torch.bfloat16, device=DEV),
                        torch.empty((tokens, 16), dtype=torch.float32, device=DEV))
     return Case(b, w, ("q_nope", "q_pe", "sparse_indices"), outputs, seed=1000 + tokens)
@@ -331,9 +340,14 @@ def main(argv=None):
     ap.add_argument("--only", default="attn,idx")
     ap.add_argument("--smoke", action="store_true", help="CPU plumbing check (interpreter, tiny set)")
     ap.add_argument("--shipped-only", action="store_true", help="no direct/eager launch-mode rows")
+    ap.add_argument("--attn-tokens", default=None,
+                    help="attention T values, comma-separated (default the contest's 1,2,6,7,8; 16-128 come from "
+                         "the serving envelope at 128K context, with their own config sweep)")
     args = ap.parse_args(argv)
+    global DEV, SMOKE, ATTN_T, IDX_SHAPES
+    if args.attn_tokens:
+        ATTN_T = [int(t) for t in args.attn_tokens.split(",")]
     if args.smoke:
-        global DEV, SMOKE, ATTN_T, IDX_SHAPES
         DEV, SMOKE = torch.device("cpu"), True
         ATTN_T, IDX_SHAPES = [1], [(1, 20), (2, 40)]
         for k in ATTN_SWEEP:
