@@ -55,17 +55,17 @@ PYTHON="${PYTHON:-python3}"
 VENV="${KW_VENV:-$repo/.venv}"
 TORCH_SPEC="${KW_TORCH:-torch==2.13.0}"
 CPU_INDEX="${KW_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
-version_ok='import sys; sys.exit(sys.version_info < (3, 10))'
+version_ok='import sys; sys.exit(not (3, 10) <= sys.version_info[:2] < (3, 13))'
 
 # --- the virtual environment ------------------------------------------------------------
 if [[ -x "$VENV/bin/python" ]]; then
   "$VENV/bin/python" -c "$version_ok" 2>/dev/null \
-    || die "$VENV is there but its python does not run or is older than 3.10: remove it (rm -rf $VENV) and run again"
+    || die "$VENV is there but its python does not run or is not Python 3.10-3.12: remove it (rm -rf $VENV) and run again"
   say "using existing ${VENV#"$repo"/} ($("$VENV/bin/python" -V 2>&1))"
 else
   [[ -e "$VENV" ]] && die "$VENV is there but has no bin/python: remove it (rm -rf $VENV) and run again"
-  command -v "$PYTHON" >/dev/null || die "$PYTHON not found (Python >= 3.10 needed; set PYTHON=...)"
-  "$PYTHON" -c "$version_ok" || die "$PYTHON is $("$PYTHON" -V 2>&1); Python >= 3.10 needed (set PYTHON=...)"
+  command -v "$PYTHON" >/dev/null || die "$PYTHON not found (Python 3.10-3.12 needed; set PYTHON=...)"
+  "$PYTHON" -c "$version_ok" || die "$PYTHON is $("$PYTHON" -V 2>&1); Python 3.10-3.12 needed (set PYTHON=...)"
   say "creating ${VENV#"$repo"/} with $PYTHON ($("$PYTHON" -V 2>&1))"
   "$PYTHON" -m venv "$VENV" || die "'$PYTHON -m venv' failed (on Debian/Ubuntu: apt install python3-venv)"
 fi

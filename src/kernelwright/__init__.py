@@ -2,8 +2,8 @@
 
 Packages, one concern each (data flows one way, left to right):
 
-``trace`` (FlashInfer-Trace data model) -> ``definitions`` (built-in definitions,
-references, workload sets, roofline models) -> ``inputs`` (input synthesis) ->
+``trace`` (FlashInfer-Trace data model) and ``inputs`` (input synthesis) -> ``definitions``
+(built-in definitions, references, workload sets, roofline models; they wire ``inputs`` in) ->
 ``gate`` (correctness, timing, guards, verdicts) -> ``report``; ``solutions`` and
 ``baselines`` are evaluated by the gate; ``agents`` and ``workflow`` drive an
 optimisation run that only the gate can promote from; ``cli`` is the thin front end, and

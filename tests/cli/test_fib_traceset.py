@@ -194,6 +194,14 @@ def test_a_quick_run_exported_as_a_trace_set_loads_back(tmp_path):
     res = _invoke(["eval", str(sol), "--device", "cpu", "--quick", "--trace-set", str(exported),
                    "--out", str(tmp_path / "again")])
     assert res.exit_code == 0, res.output
+    # the exported definition JSON on its own is the built-in's quick variant, with its workloads
+    # (it ran none, exit 0, before: newcomer run, 2026-12-02)
+    (path,) = (exported / "definitions").rglob("*.json")
+    res = _invoke(["eval", str(sol), "--device", "cpu", "-d", str(path), "--out", str(tmp_path / "file")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "file" / "summary.json").read_text())
+    runs = [v for d in summary["definitions"].values() for v in d["solutions"].values()]
+    assert runs and all(v["workloads"] > 0 and v["passed"] == v["workloads"] for v in runs), runs
 
 
 def test_a_pool_worker_reads_the_workload_blobs(trace_set, tmp_path):

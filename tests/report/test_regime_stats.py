@@ -101,3 +101,15 @@ def test_a_speedup_far_below_one_keeps_two_significant_digits():
     from kernelwright.report.markdown import _ratio
 
     assert _ratio(0.0056) == "0.0056×" and _ratio(2.345) == "2.3×" and _ratio(None) == "—"
+
+
+def test_a_quick_summary_matches_its_definition_with_or_without_the_suffix():
+    """CPU results always come from --quick (``demo_rmsnorm_h512__quick``): ``report --workloads
+    demo`` takes them (newcomer run, 2026-12-02)."""
+    from kernelwright.report.markdown import _definition_matches, _shipped_name
+
+    quick = "demo_rmsnorm_h512__quick"
+    assert _definition_matches(quick, "demo") and _definition_matches(quick, "demo_rmsnorm_h512")
+    assert _definition_matches(quick, quick) and _definition_matches("demo_rmsnorm_h512", "demo")
+    assert not _definition_matches(quick, "moe")
+    assert _shipped_name(quick) == _shipped_name("demo") == "kernelwright_demo_rmsnorm_triton"

@@ -137,15 +137,16 @@ def adopt(definition, source=None, workloads=None, blob_root=None, quick: bool =
     Raises UnknownDefinition: the name is a built-in's but the spec differs (one line)."""
     from kernelwright.definitions import fixed, generic
 
-    builtin = _registry().get(definition.name)
+    builtin = _registry().get(base_name(definition.name))
+    if builtin is not None and is_quick(definition.name):
+        builtin = builtin.quick_variant()     # e.g. a definition JSON exported from a --quick run
     if builtin is not None:
         differs = same_spec(definition, builtin.definition)
         if differs:
             where = f"{source}: " if source else ""
             raise UnknownDefinition(f"{where}definition {definition.name!r} has a built-in's name but its {differs}: "
                                     "rename it to evaluate it as a definition of its own")
-        if quick:
-            builtin = builtin.quick_variant()
+        builtin = builtin.quick_if(quick)
         return fixed.with_fixed_inputs(builtin, blob_root) if blob_root is not None else builtin
     if source is None:
         raise UnknownDefinition(f"definition {definition.name!r} is not built in and has no file to locate it by")

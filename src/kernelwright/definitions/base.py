@@ -17,10 +17,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
-from kernelwright.gate import guards
 from kernelwright.trace import Definition, Workload
 
 DATA_DIR = Path(__file__).parent / "data"
+# the trace reasons of a workload the parent cannot prepare; gate/guards.py lists them with the
+# others (defined here so that definitions do not import the gate)
+WORKLOAD_INPUT = "WORKLOAD_INPUT"            # the parent could not prepare a workload's inputs (definitions/fixed.py)
+REFERENCE_FAILED = "REFERENCE_FAILED"        # the definition's reference raised on a workload's inputs
 SWEEP_PREFIX = "sweep-"
 
 
@@ -62,13 +65,13 @@ class WorkloadProblem(ValueError):
     """A workload the trusted parent cannot prepare: its message is one line, and ``reason`` the
     code its (non-PASSED) trace carries; the run goes on with the next workload."""
 
-    reason = guards.WORKLOAD_INPUT
+    reason = WORKLOAD_INPUT
 
 
 class ReferenceFailed(WorkloadProblem):
     """The definition's reference raised on a workload's inputs (one line: file, line, error)."""
 
-    reason = guards.REFERENCE_FAILED
+    reason = REFERENCE_FAILED
 
 
 @dataclass(frozen=True)

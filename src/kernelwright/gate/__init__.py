@@ -10,7 +10,8 @@ provenance), ``hidden`` (the held-out split), ``device_info`` (roofline ceilings
 process that runs one solution), ``timing`` (clocks bound before the solution runs),
 ``integrity`` (tamper detection), ``fresh`` (timed inputs), ``sandbox`` (the OS boundary).
 
-Importing the package imports none of them: the names below are loaded on first use
+Importing the package imports none of them (``kernelwright/__init__`` itself imports ``hidden``):
+the names below are loaded on first use
 (``__getattr__``), so the worker, which imports ``kernelwright.gate.worker`` when it is spawned,
 imports exactly the modules it names.  ``evaluate`` and ``environment`` name both a module and
 its main function: import the function from its module (``from kernelwright.gate.evaluate import

@@ -48,8 +48,7 @@ DEVICE_GRAPH_MISMATCH = "DEVICE_GRAPH_MISMATCH"  # device time far below the gra
 WORKER_CRASHED = "WORKER_CRASHED"
 EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
-WORKLOAD_INPUT = "WORKLOAD_INPUT"            # the parent could not prepare a workload's inputs (definitions/fixed.py)
-REFERENCE_FAILED = "REFERENCE_FAILED"        # the definition's reference raised on a workload's inputs
+from kernelwright.definitions.base import REFERENCE_FAILED, WORKLOAD_INPUT  # noqa: E402  (raised by definitions)
 BUILD_FAILED = "BUILD_FAILED"                # the solution did not import/compile
 SHAPE = "SHAPE"                              # an output's shape differs from the definition
 DTYPE = "DTYPE"                              # an output's dtype differs from the definition

@@ -99,12 +99,12 @@ def regime_table(paths: Iterable[Path]) -> str:
 
 
 def _definition_matches(name: str, definition: str) -> bool:
-    """``name`` (a summary's definition) is ``definition``: its full name or CLI alias, or for a
-    name no built-in has, a part of it."""
+    """``name`` (a summary's definition) is ``definition``: its full name or CLI alias, with or
+    without the ``__quick`` suffix on either side, or for a name no built-in has, a part of it."""
     from kernelwright import definitions
 
     try:
-        return name == definitions.resolve(definition).name
+        return definitions.base_name(name) == definitions.resolve(definitions.base_name(definition)).name
     except definitions.UnknownDefinition:
         return definition in name
 
@@ -113,9 +113,10 @@ def _shipped_name(definition: str) -> str:
     from kernelwright import definitions
     from kernelwright.solutions import shipped_solutions
 
-    found = shipped_solutions(definitions.resolve(definition).name)
+    found = shipped_solutions(definitions.resolve(definitions.base_name(definition)).name)
     if len(found) != 1:
-        raise ValueError(f"{definition}: {len(found)} shipped solutions; name ours")
+        raise ValueError(f"{definition}: {len(found)} shipped solutions; name the one the ratios are taken to "
+                         "with --ours")
     return found[0].name
 
 
