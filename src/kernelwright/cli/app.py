@@ -123,6 +123,11 @@ def _opt_tolerance(flag: str, what: str):
                                                   "each trace; a looser one marks the table row).")
 
 
+def _opt_count(what: str, default: int, least: int):
+    """A gate iteration count (--warmup, --iterations, --trials): None keeps the gate's default."""
+    return typer.Option(None, min=least, help=f"{what} (default {default}).")
+
+
 def _opt_timeout():
     return typer.Option(None, "--timeout", min=1.0, metavar="SECONDS",
                         help="Per-call limit: a call of the solution (a correctness trial or one timed iteration) "
@@ -233,9 +238,9 @@ def bench_cmd(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads per definition."),
     sweep: bool = typer.Option(False, "--sweep", help="The serving-envelope workloads instead of the contest ones: indexer batch 1-64 x context 4K-128K (30), attention T = 1-128 of one request at 1K-128K context (27), moe T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224 (30)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
-    warmup: Optional[int] = typer.Option(None, min=0, help="Warm-up iterations per trial (default 10)."),
-    iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
-    trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
+   warmup: Optional[int] = _opt_count("Warm-up iterations per trial", 10, 0),
+   iterations: Optional[int] = _opt_count("Timed iterations per trial", 50, 1),
+   trials: Optional[int] = _opt_count("Trials with fresh inputs", 3, 1),
     atol: Optional[float] = _opt_tolerance("--atol", "Absolute tolerance"),
     rtol: Optional[float] = _opt_tolerance("--rtol", "Relative tolerance"),
     required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
@@ -358,9 +363,9 @@ def eval_cmd(
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU: Triton through TRITON_INTERPRET=1)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/eval-<solution>-<time>)."),
-    warmup: Optional[int] = typer.Option(None, min=0, help="Warm-up iterations per trial (default 10)."),
-    iterations: Optional[int] = typer.Option(None, min=1, help="Timed iterations per trial (default 50)."),
-    trials: Optional[int] = typer.Option(None, min=1, help="Trials with fresh inputs (default 3)."),
+   warmup: Optional[int] = _opt_count("Warm-up iterations per trial", 10, 0),
+   iterations: Optional[int] = _opt_count("Timed iterations per trial", 50, 1),
+   trials: Optional[int] = _opt_count("Trials with fresh inputs", 3, 1),
     atol: Optional[float] = _opt_tolerance("--atol", "Absolute tolerance"),
     rtol: Optional[float] = _opt_tolerance("--rtol", "Relative tolerance"),
     required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
