@@ -61,3 +61,18 @@ def test_bench_help_lists_every_baseline_by_key_and_label():
     for key, label, _ in entries:
         assert key in flat, key
         assert " ".join(label.split())[:40] in flat, label
+
+
+def test_the_count_options_state_the_gates_defaults():
+    """bench/eval --help give the gate's iteration defaults as literals (the CLI does not import the
+    gate, and torch, to print help): they must be GateConfig's."""
+    import inspect
+
+    from kernelwright.cli import app as cli_app
+    from kernelwright.gate.evaluate import GateConfig
+
+    cfg = GateConfig()
+    for command in (cli_app.bench_cmd, cli_app.eval_cmd):
+        params = inspect.signature(command).parameters
+        for name in ("warmup", "iterations", "trials"):
+            assert f"(default {getattr(cfg, name)})" in params[name].default.help, (command.__name__, name)
