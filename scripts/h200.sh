@@ -116,6 +116,12 @@ for stage in "$@"; do
       KW_SLOW_TESTS=1 timeout -k 10 ${MR_TIMEOUT:-500} python3 -m pytest -q -rA -p no:cacheprovider \
         "tests/definitions/test_references.py::test_moe_reference_equals_upstream_full_size" 2>&1 \
         | tee /tmp/records/moe_reference_full_size.log | tail -15;;
+    boundary-probe) # issue 22: which CUDA step fails behind the boundary's privilege drop, with the default and an unlimited memlock limit
+      mkdir -p /tmp/records; u=1500000077; drop="setpriv --reuid=$u --regid=$u --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs --"
+      cp experiments/boundary_cuda_probe.py /tmp/bprobe.py; chmod 644 /tmp/bprobe.py
+      { ls -l /dev/nvidia* | head; ulimit -l; python3 /tmp/bprobe.py
+        HOME=/tmp timeout 60 $drop python3 /tmp/bprobe.py
+        HOME=/tmp timeout 60 prlimit --memlock=unlimited:unlimited $drop python3 /tmp/bprobe.py; } 2>&1 | tee /tmp/records/boundary-probe.log;;
     pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
     *) echo "unknown stage $stage";;
   esac

@@ -194,6 +194,38 @@ def test_one_zeroed_row_fails_the_per_row_bound_only():
     assert not r.passed and r.reason == "STRICT_TOLERANCE" and "per-row" in r.detail
 
 
+def test_a_row_decided_by_a_near_tie_is_exempt_from_the_per_row_bound_only():
+    from dataclasses import replace
+
+    y = _big(rows=1000)
+    x = y.clone()
+    x[17] = 0.0                                   # routed the other way: the row is lost
+    exempt = torch.zeros(1000, dtype=torch.bool)
+    exempt[17] = True
+    tol = replace(MOE_LIKE, strict=replace(MOE_LIKE.strict, exempt_rows=lambda inputs: inputs["tie"]))
+    r = check_elementwise({"output": x}, {"output": y}, tol, inputs={"tie": exempt})
+    assert r.passed and r.strict["output"]["exempt_rows"] == 1.0
+    assert r.strict["output"]["row_rel_l2"] < 0.01 and r.strict["output"]["rel_l2"] > 0.02   # still in the total
+    exempt[17], exempt[18] = False, True          # another row exempt: row 17 is judged again
+    assert not check_elementwise({"output": x}, {"output": y}, tol, inputs={"tie": exempt}).passed
+
+
+def test_moe_routing_near_ties_flag_a_tied_expert_choice():
+    from kernelwright.definitions import moe_fp8
+
+    logits = torch.randn(4, 256, generator=torch.Generator().manual_seed(0)) * 0.5
+    bias = torch.zeros(256, dtype=torch.bfloat16)
+    margins = moe_fp8.reference.routing_margins(logits, bias)
+    assert bool((margins >= 0).all())
+    # token 2: its 8th and 9th experts inside the kept groups get the same score
+    _, _, _, pruned = moe_fp8.reference.routing_scores(logits[2:3], bias)
+    order = torch.topk(pruned[0], 9).indices
+    logits[2, order[8]] = logits[2, order[7]]
+    ties = moe_fp8.routing_near_ties({"routing_logits": logits, "routing_bias": bias})
+    assert ties.tolist() == [bool(m < moe_fp8.ROUTING_TIE_MARGIN) for m in margins[:2]] + [True] + \
+        [bool(margins[3] < moe_fp8.ROUTING_TIE_MARGIN)]
+
+
 def test_honest_noise_passes_both_rules():
     y = _big()
     x = y * (1 + 0.02 * torch.randn(y.shape, generator=torch.Generator().manual_seed(1)))

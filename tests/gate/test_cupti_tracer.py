@@ -64,8 +64,12 @@ def test_a_device_to_host_copy_on_a_private_stream_during_the_hold_is_seen_befor
     epoch = hold.begin(held)
     with torch.cuda.stream(side):
         dst.copy_(src, non_blocking=True)
+        copied = torch.cuda.Event()
+        copied.record(side)
+        # after the copy's event: a memset may run as a kernel, which waits for the SMs that the
+        # hold occupies (on the H200 it did, and the hold timed out)
         err, = rt.cudaMemsetAsync(src.data_ptr(), 0, 1 << 20, side.cuda_stream)
-    side.synchronize()                 # the copy finishes while the stream is held
+    copied.synchronize()               # the copy finishes while the stream is held
     held.wait_stream(side)
     hold.release(epoch)
     torch.cuda.synchronize()

@@ -119,6 +119,24 @@ def test_graph_agreement_flags_device_time_far_below_the_replay():
     assert graph_agreement(h, None) == (None, None)
 
 
+def test_graph_agreement_compares_the_replay_with_trial_0_where_it_ran():
+    clocks = ClockTrials()
+    clocks.add(_device_trial(device_ms=0.020))      # trial 0: the replays ran on its held inputs
+    clocks.add(_device_trial(device_ms=0.060))      # other draws, a routing that hits more experts
+    h = clocks.decide()
+    ratio, msg = graph_agreement(h, 0.021)
+    assert ratio == pytest.approx(0.020 / 0.021) and msg is None
+
+
+def test_the_graph_replays_run_on_trial_0s_held_inputs_then_fresh_ones():
+    from kernelwright.gate.evaluate import paired_graph_seeds
+    specs = [100, 101, 102, 103, 104, [103, 9, "x", 0, 4], 106, 107]
+    # warm-up 2: held timed iterations 2, 4, 6; iteration 5 is a twin (not a seed)
+    assert paired_graph_seeds(specs, 2, 2, [7, 8]) == [102, 104]
+    assert paired_graph_seeds(specs, 2, 5, [7, 8]) == [102, 104, 106, 7, 8]
+    assert paired_graph_seeds([], 2, 2, [7, 8]) == [7, 8]
+
+
 def test_the_trace_names_its_clock():
     assert T.device_clock_label("device", "blocking kernel").startswith("device time: stream held by a blocking kernel")
     assert "host launch included" in T.device_clock_label("eager")

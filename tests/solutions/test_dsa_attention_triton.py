@@ -158,6 +158,7 @@ def test_repeated_pages_and_ids(quick):
     (256, (64, 16, 4, 3), None),  # 4 tiles of 16 per program
     (200, (32, 32, 4, 2), 128),   # topk not a multiple of the split: 7 splits, masked tail
     (200, (256, 32, 4, 2), None), # one split longer than topk
+    (256, (128, 64, 8, 2, 128), None),  # a register cap (maxnreg): same results
 ])
 def test_split_configs(quick, monkeypatch, topk, config, block_d):
     defn = quick.definition.with_const_axes({"topk": topk}, f"attention__topk{topk}")
@@ -175,8 +176,12 @@ def test_default_split_config_table():
     assert K._split_config(8, 2048)[0] == 128
     assert K._combine_config(64, 512, False) == (64, 64, 32)   # T=1: one-shot loads, 32-wide slices
     assert K._combine_config(16, 512, False) == (16, 16, 128)
-    for tokens in range(1, 65):
-        split, block_n, _, _ = K._split_config(tokens, 2048)
+    # from 256 slots: 64-slot tiles on 8 warps under the 128-register cap, ~256 programs
+    assert K._split_config(32, 2048) == (256, 64, 8, 2, 128)
+    assert K._split_config(64, 2048) == (512, 64, 8, 2, 128)
+    assert K._split_config(128, 2048) == (1024, 64, 8, 2, 128)
+    for tokens in range(1, 257):
+        split, block_n = K._split_config(tokens, 2048)[:2]
         assert split % block_n == 0 and split & (split - 1) == 0 and block_n >= 16
         assert math.ceil(2048 / split) <= K._MAX_SPLITS
 
@@ -220,7 +225,7 @@ UNIT = {"stride_qn_d", "stride_qp_d", "stride_ckv_d", "stride_kpe_d", "stride_id
 PTRS = {"q_nope_ptr": "*bf16", "q_pe_ptr": "*bf16", "ckv_ptr": "*bf16", "kpe_ptr": "*bf16",
         "idx_ptr": "*i32", "out_ptr": "*bf16"}
 
-def build(fn, consts, warps, stages):
+def build(fn, consts, warps, stages, maxnreg=None):
     consts = dict(consts, **{n: 1 for n in fn.arg_names if n in UNIT})
     sig, attrs = {}, {}
     for i, n in enumerate(fn.arg_names):
@@ -231,7 +236,8 @@ def build(fn, consts, warps, stages):
         if n not in NOT_DIV and sig[n] != "fp32":
             attrs[(i,)] = [["tt.divisibility", 16]]
     k = triton.compile(ASTSource(fn, sig, consts, attrs=attrs), target=TARGET,
-                       options=dict(num_warps=warps, num_stages=stages))
+                       options=dict(num_warps=warps, num_stages=stages,
+                                    **({"maxnreg": maxnreg} if maxnreg else {})))
     res = {"ptx_vec16": len(re.findall(r"ld\.global(?:\.[a-z]+)*\.v4\.b32|cp\.async\.cg\.shared\.global[^;]*0x10", k.asm["ptx"])),
            "ptx_b16_loads": len(re.findall(r"ld\.global(?:\.[a-z]+)*\.b16", k.asm["ptx"])),
            "smem": k.metadata.shared}
@@ -245,11 +251,11 @@ def build(fn, consts, warps, stages):
     return res
 
 results = {}
-for tokens in (1, 2, 6, 8, 40):
-    split, block_n, warps, stages = K._split_config(tokens, 2048)
+for tokens in (1, 2, 6, 8, 40, 128):
+    split, block_n, warps, stages, *cap = K._split_config(tokens, 2048)
     consts = dict(PAGE_SIZE=64, BLOCK_H=16, D_CKV=512, D_KPE=64, SPLIT=split, BLOCK_N=block_n,
                   INTERPRET=False)
-    results[f"split T={tokens} {(split, block_n, warps, stages)}"] = build(K._dsa_split_kernel, consts, warps, stages)
+    results[f"split T={tokens} {(split, block_n, warps, stages, *cap)}"] = build(K._dsa_split_kernel, consts, warps, stages, *cap)
     splits = triton.cdiv(2048, split)
     sb, chunk, block_d = K._combine_config(splits, 512, False)
     consts = dict(D_CKV=512, BLOCK_D=block_d, SPLIT_BLOCK=sb, SPLIT_CHUNK=chunk, INTERPRET=False)
@@ -260,15 +266,18 @@ print(json.dumps(results))
 
 def test_compiles_for_sm90():
     """AOT-compile both kernels for sm_90 with Triton's bundled ptxas (no GPU needed), at the
-    default configs of the contest token counts: no compile error, no register spill, and the
-    row gathers are 16-byte vector loads."""
+    default configs of the contest token counts and T = 128: no compile error, no register
+    spill to local memory, at most a 32-byte stack frame under the 128-register cap (24 bytes
+    with Triton 3.6, a cap that measured 1.3-1.6x faster from T = 32: docs/kernels/attention.md),
+    none without it, and the row gathers are 16-byte vector loads."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, "-c", _AOT_SCRIPT], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     for name, res in results.items():
-        assert res.get("local", 0) == 0 and res.get("stack", 0) == 0, (name, res)
+        assert res.get("local", 0) == 0, (name, res)
+        assert res.get("stack", 0) <= (32 if name.endswith(f", {K._CAPPED_REGS})") else 0), (name, res)
         assert res["ptx_b16_loads"] == 0, (name, res)  # no scalar 2-byte gathers
         if name.startswith("split"):
             assert res["ptx_vec16"] >= 16, (name, res)

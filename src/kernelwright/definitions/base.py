@@ -94,11 +94,18 @@ class StrictRule:
 
     Unlike the contest rule, no fraction of the output may be wrong, and a uniform scale error
     of s costs |1 - s| whatever the output's magnitude.
+
+    ``exempt_rows(inputs)``, where given, returns a bool tensor over the rows (the first
+    ``row_axes`` dimensions) that the per-row bound skips: rows whose reference is decided by a
+    near-tie that a correct implementation may break the other way (MoE: an expert or group
+    choice within ``moe_fp8.ROUTING_TIE_MARGIN`` of score).  They still count in ``rel_l2`` and
+    in the contest rule; the check records how many there were (``exempt_rows``).
     """
 
     max_rel_l2: float
     max_row_rel_l2: Optional[float] = None
     row_axes: int = 1
+    exempt_rows: Optional[Callable[[Mapping[str, Any]], Any]] = None
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ def _ratio(num: float, den: float) -> float:
 
 
 def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
-                  allow_ref_neg_inf: bool = False) -> Dict[str, Optional[float]]:
+                  allow_ref_neg_inf: bool = False, exempt: Optional[torch.Tensor] = None) -> Dict[str, Optional[float]]:
     """The strict errors of one output against its reference (``StrictRule`` gives the formulas).
 
     Args:
@@ -101,10 +101,13 @@ def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
             accumulated in float64).
         rule: which per-row bound applies (``row_axes``).
         allow_ref_neg_inf: exclude positions where both are -inf (attention LSE).
+        exempt: bool, one per row (``rule.exempt_rows`` of the inputs): rows the per-row bound
+            skips; they still count in ``rel_l2``.
 
     Returns:
-        ``{"rel_l2": float, "row_rel_l2": float | None}`` (None where no per-row bound applies);
-        inf for any non-finite value other than an excluded -inf pair.
+        ``{"rel_l2": float, "row_rel_l2": float | None}`` (None where no per-row bound applies),
+        plus ``"exempt_rows"`` (how many rows were skipped) when ``exempt`` is given; inf for any
+        non-finite value other than an excluded -inf pair.
     """
     x = out.to(torch.float32)
     y = ref.to(torch.float32)
@@ -126,6 +129,10 @@ def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
         d_rows = norm(diff.reshape(rows, -1), dim=1)
         y_rows = norm(y.reshape(rows, -1), dim=1)
         live = y_rows > 0
+        if exempt is not None:
+            skip = exempt.reshape(-1).to(device=live.device, dtype=torch.bool)
+            errors["exempt_rows"] = float(int((skip & live).sum()))
+            live = live & ~skip
         errors["row_rel_l2"] = float((d_rows[live] / y_rows[live]).max()) if bool(live.any()) else 0.0
     return errors
 
@@ -197,9 +204,10 @@ def check_shapes_dtypes(outputs: Mapping[str, torch.Tensor], expected: Mapping[s
     return None
 
 
-def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool = False) -> CheckResult:
+def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool = False,
+                      inputs: Optional[Mapping[str, Any]] = None) -> CheckResult:
     """The contest rule on every output (see the module docstring), then the strict rule on every
-    floating-point output."""
+    floating-point output (its per-row bound skipping ``tol.strict.exempt_rows(inputs)``)."""
     bad = check_shapes_dtypes(outputs, expected)
     if bad:
         bad.rule = tol.rule
@@ -207,9 +215,10 @@ def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool
         return bad
     strict: Dict[str, Dict[str, Optional[float]]] = {}
     if tol.strict is not None:
+        exempt = tol.strict.exempt_rows(inputs) if tol.strict.exempt_rows and inputs is not None else None
         for name, ref in expected.items():
             if ref.is_floating_point():
-                strict[name] = strict_errors(outputs[name], ref, tol.strict, allow_ref_neg_inf)
+                strict[name] = strict_errors(outputs[name], ref, tol.strict, allow_ref_neg_inf, exempt)
     return _judge(_contest_elementwise(outputs, expected, tol, allow_ref_neg_inf), tol, strict)
 
 
@@ -319,9 +328,9 @@ def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, A
 def check_outputs(kind: str, outputs, expected, tol: Tolerance, inputs: Mapping[str, Any]) -> CheckResult:
     """Dispatch on the definition's checker kind.  Raises ValueError for an unknown kind."""
     if kind == "elementwise":
-        return check_elementwise(outputs, expected, tol)
+        return check_elementwise(outputs, expected, tol, inputs=inputs)
     if kind == "attention":
-        return check_elementwise(outputs, expected, tol, allow_ref_neg_inf=True)
+        return check_elementwise(outputs, expected, tol, allow_ref_neg_inf=True, inputs=inputs)
     if kind == "topk_indices":
         return check_topk_indices(outputs, expected, tol, inputs)
     raise ValueError(f"unknown checker kind {kind!r}")

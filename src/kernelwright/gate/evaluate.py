@@ -149,10 +149,22 @@ class TimingPlan:
             # the other checked iterations are drawn by the parent after each call returns
             # (_TimingConversation): no call can know in advance whether it is checked
             random_samples.append(max(0, min(k - len(forced), cfg.iterations - len(forced))))
-        graph_seeds = [seed_for(*base, "graph", i) for i in range(cfg.graph_iterations)]
+        graph_seeds = paired_graph_seeds(specs_all[0] if specs_all else [], cfg.warmup, cfg.graph_iterations,
+                                         [seed_for(*base, "graph", i) for i in range(cfg.graph_iterations)])
         graph_plan = {it: max(k, 1) + j for j, it in enumerate(sorted(rng.sample(range(len(graph_seeds)),
                                                                       min(1 if cfg.guards else 0, len(graph_seeds)))))}
         return cls(candidate, seeds_all, specs_all, twins, plan, random_samples, graph_seeds, graph_plan)
+
+
+def paired_graph_seeds(specs: List[Any], warmup: int, count: int, fresh_seeds: List[int]) -> List[int]:
+    """The graph replays' inputs: the inputs of trial 0's held timed iterations (even indices past
+    the warm-up, ``timing.HoldPolicy``; a twin iteration's spec is not a seed and is skipped), so
+    that DEVICE_GRAPH_MISMATCH compares the two clocks on the same draws, then ``fresh_seeds``.
+    Unpaired, a routing-dependent call (MoE at T <= 16: the latency follows how many local
+    experts the draw hits) read 29 us by device time against 69 us by graph replay on the H200
+    (results/h200/2026-12-02-records).  Every input was already consumed by its timed call."""
+    held = [int(sp) for i, sp in enumerate(specs) if i >= warmup and i % 2 == 0 and isinstance(sp, int)]
+    return (held + list(fresh_seeds))[:count]
 
 
 def candidate_key(run: "SolutionRun") -> str:

@@ -1079,14 +1079,15 @@ class Harness:
                 self.flusher.flush()
                 self.prims.sync()
                 t0 = tracer.timestamp()
-                if not policy.off:
+                issued = not policy.off
+                if issued:
                     _, timing = self._held_call(args, self.sets[0]["outputs"], state)
                     held = policy.note(i, timing["outcome"])
                 else:
                     self._call(args, self.sets[0]["outputs"], state)
                     self.prims.sync()
                     held = False
-                windows.append((t0, tracer.timestamp(), held))
+                windows.append((t0, tracer.timestamp(), issued, held))
             tracer.end()
         except Exception as exc:
             out.cupti_error = f"{type(exc).__name__}: {exc}"[:300]
@@ -1097,15 +1098,16 @@ class Harness:
         collected = tracer.drain()
         copies = tracer.drain_copies()
         out.cupti_copies_traced = tracer.traces_copies
-        for t0, t1, held in windows:
+        for t0, t1, issued, held in windows:
             if tracer.traces_copies:
                 out.cupti_d2h_bytes.append(sum(c.bytes for c in copies if c.device_to_host and t0 <= c.start_ns <= t1))
             inside = [r for r in collected if t0 <= r.start_ns <= t1]
             holds = [r for r in inside if r.name == T.HOLD_KERNEL_NAME]
             recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
-            # one hold per held call and none otherwise: a kernel of the solution's named like
-            # the hold would leave the kernel time and move the release later
-            out.cupti_hold_records.append(max(0, len(holds) - (1 if held else 0)))
+            # one hold per call that issued one (released or timed out: a first call that compiles
+            # outlasts the hold's time limit) and none otherwise: a kernel of the solution's named
+            # like the hold would leave the kernel time and move the release later
+            out.cupti_hold_records.append(max(0, len(holds) - (1 if issued else 0)))
             holds = sorted(holds, key=lambda r: r.start_ns)[:1] if held else []   # the first is the gate's
             out.cupti_held.append(bool(held and holds))
             if held and holds:

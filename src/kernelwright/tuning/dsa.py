@@ -73,9 +73,14 @@ ATTN_SWEEP = {
 }
 # T >= 16 (the serving envelope, --attn-tokens): the shipped rule stops at 256-slot splits (8 per
 # row, 4 tiles per program, T x 256 KB of fp32 partials); longer splits trade programs for
-# fewer partials and longer software pipelines (a split of 2048 leaves one partial per row)
+# fewer partials and longer software pipelines (a split of 2048 leaves one partial per row).
+# The 8-warp, 64-slot tile takes 147 registers (sm_90 AOT): one program per SM, 64 rows in
+# flight.  A 5th element caps the registers (maxnreg 128: 2 programs, 128 rows per SM); 32-slot
+# tiles on 8 warps take 99 registers (2 programs); 128-slot tiles 172 registers, 170 KB shared.
 for _t in (16, 32, 64, 128):
-    ATTN_SWEEP[_t] = [(512, 64, 8, 2), (1024, 64, 8, 2), (1024, 64, 8, 3), (2048, 64, 8, 3), (256, 64, 8, 3)]
+    ATTN_SWEEP[_t] = [(512, 64, 8, 2), (1024, 64, 8, 2), (256, 64, 8, 2, 128), (512, 64, 8, 2, 128),
+                      (1024, 64, 8, 2, 128), (256, 32, 8, 2), (512, 32, 8, 3), (512, 128, 8, 2),
+                      (1024, 128, 8, 2)]
 # Indexer overrides per row tile, on its short-row path: ("fused", pages per dot, pivots) --
 # groups per program by the rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
 IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],

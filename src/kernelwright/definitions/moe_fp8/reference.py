@@ -34,8 +34,9 @@ def dequantize_weight(weight, scale):
     return weight.to(torch.float32) * expanded
 
 
-def deepseek_v3_routing(routing_logits, routing_bias, routed_scaling_factor):
-    """Returns (topk_idx [T, 8] int64 global expert ids, weights [T, E] fp32, zero off the top-8)."""
+def routing_scores(routing_logits, routing_bias):
+    """(s = sigmoid(logits) [T, E], biased b = s + bias [T, E], group scores [T, 8], b outside the
+    top-4 groups set to the fp32 minimum [T, E]), all fp32: steps 2's selections act on these."""
     logits = routing_logits.to(torch.float32)
     num_tokens, num_experts = logits.shape
     s = torch.sigmoid(logits)
@@ -46,6 +47,22 @@ def deepseek_v3_routing(routing_logits, routing_bias, routed_scaling_factor):
     group_mask = torch.zeros_like(group_scores).scatter_(1, kept_groups, 1.0)
     expert_mask = group_mask.unsqueeze(2).expand(-1, -1, num_experts // N_GROUP).reshape(num_tokens, num_experts)
     pruned = biased.masked_fill(expert_mask == 0, torch.finfo(torch.float32).min)
+    return s, biased, group_scores, pruned
+
+
+def routing_margins(routing_logits, routing_bias):
+    """Per token, how far each of the routing's two choices is from a tie, fp32 [T]: the smaller
+    of (4th - 5th group score) and (8th - 9th b inside the kept groups).  Below a few fp32 ulps,
+    two correct implementations may route the token differently."""
+    _, _, group_scores, pruned = routing_scores(routing_logits, routing_bias)
+    groups = torch.topk(group_scores, k=TOPK_GROUP + 1, dim=1).values
+    experts = torch.topk(pruned, k=TOP_K + 1, dim=1).values
+    return torch.minimum(groups[:, TOPK_GROUP - 1] - groups[:, TOPK_GROUP], experts[:, TOP_K - 1] - experts[:, TOP_K])
+
+
+def deepseek_v3_routing(routing_logits, routing_bias, routed_scaling_factor):
+    """Returns (topk_idx [T, 8] int64 global expert ids, weights [T, E] fp32, zero off the top-8)."""
+    s, _, _, pruned = routing_scores(routing_logits, routing_bias)
     topk_idx = torch.topk(pruned, k=TOP_K, dim=1, largest=True, sorted=False).indices
     selected = torch.zeros_like(s).scatter_(1, topk_idx, 1.0)
     weights = s * selected

@@ -49,6 +49,11 @@ LOG2E = 1.4426950408889634
 _TARGET_PROGRAMS = 128
 _MIN_SPLIT = 32
 _MAX_SPLIT = 256
+# From 256-slot splits on, the 8-warp 64-slot tile runs under a 128-register cap (147 without:
+# one program per SM, 12.5 % occupancy, register-limited by ncu at T = 128), so two programs
+# share an SM: the split keeps growing while T * splits fills that wave of ~256 programs.
+_CAPPED_REGS = 128
+_CAPPED_PROGRAMS = 256
 _COMBINE_BLOCK_D = None  # tests pin a value-dim slice here under the interpreter
 _MAX_SPLITS = 128  # bound on splits: the combine kernel holds m/l of all splits in one vector
 
@@ -207,23 +212,33 @@ def _interpreting() -> bool:
 
 
 def _split_config(num_tokens: int, topk: int):
-    """(SPLIT, BLOCK_N, num_warps, num_stages) for kernel 1: slots per program, slots per
-    tile, warps, software-pipeline depth of the gather loop (used when SPLIT > BLOCK_N).
+    """(SPLIT, BLOCK_N, num_warps, num_stages[, maxnreg]) for kernel 1: slots per program,
+    slots per tile, warps, software-pipeline depth of the gather loop (used when SPLIT >
+    BLOCK_N), and an optional register cap per thread (Triton's ``maxnreg``).
 
     Grow the split (fewer programs, fewer fp32 partials) while T * splits stays >= one wave
-    (~128 programs).  Contest topk 2048: T=1 -> 32 (64 programs), T=2 -> 32 (128),
-    T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=40 -> 256 (320).
+    (~128 programs), up to 256 slots; from there, under the register cap (two programs per
+    SM), while T * splits stays >= ~256.  Contest topk 2048: T=1 -> 32 (64 programs), T=2 -> 32
+    (128), T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=16 -> 256 (128), T=32 -> 256 (256),
+    T=40 -> 256 (320), T=64 -> 512 (256), T=128 -> 1024 (256).
     BLOCK_N 32 / 4 warps is the tile SGLang's grouped MLA decode kernel runs on Hopper with the
     same [16, 512] query block; splits of 128+ slots take 64-slot tiles on 8 warps (twice the
-    rows in flight per program).
+    rows in flight per program).  H200 device time, T = 32 / 64 / 128 at 128K context
+    (the repository's DSA tuning harness, ``--attn-tokens``, 2026-12-02): 53.2 / 93.3 / 173.8 us
+    uncapped at 256 slots, 42.3 / 64.9 / 110.4 us by this rule.
     """
     split = _MIN_SPLIT
     while split < _MAX_SPLIT and num_tokens * triton.cdiv(topk, 2 * split) >= _TARGET_PROGRAMS:
+        split *= 2
+    capped = split >= _MAX_SPLIT
+    while capped and split < topk and num_tokens * triton.cdiv(topk, 2 * split) >= _CAPPED_PROGRAMS:
         split *= 2
     split = max(16, min(split, triton.next_power_of_2(topk)))
     # The combine kernel reads m/l of all splits as one vector: keep num_splits <= _MAX_SPLITS.
     while triton.cdiv(topk, split) > _MAX_SPLITS:
         split *= 2
+    if capped:
+        return split, 64, 8, 2, _CAPPED_REGS
     if split >= 128:
         return split, 64, 8, 2
     return split, min(split, 32), 4, 2
@@ -257,7 +272,7 @@ def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output
     assert d_kpe >= 16 and d_kpe & (d_kpe - 1) == 0, "head_dim_kpe: power of two >= 16"
     page_size = ckv_cache.shape[1]
     topk = sparse_indices.shape[1]
-    split, block_n, num_warps, num_stages = _split_config(num_tokens, topk)
+    split, block_n, num_warps, num_stages, *cap = _split_config(num_tokens, topk)
     num_splits = triton.cdiv(topk, split)
     block_h = max(16, triton.next_power_of_2(num_heads))
     dev = q_nope.device
@@ -279,6 +294,8 @@ def _launch(q_nope, q_pe, ckv_cache, kpe_cache, sparse_indices, sm_scale, output
     meta1 = dict(PAGE_SIZE=page_size, BLOCK_H=block_h, D_CKV=d_ckv, D_KPE=d_kpe,
                  SPLIT=split, BLOCK_N=block_n, INTERPRET=interpret,
                  num_warps=num_warps, num_stages=num_stages)
+    if cap and cap[0]:
+        meta1["maxnreg"] = cap[0]     # a register cap per thread: two 8-warp programs per SM
     split_block, split_chunk, block_d = _combine_config(num_splits, d_ckv, interpret)
     grid2 = (num_tokens, num_heads, d_ckv // block_d)
     args2 = (m_ws, l_ws, acc_ws, output, lse, num_heads, num_splits,
