@@ -28,6 +28,10 @@ Levels, strongest first (``KERNELWRIGHT_ISOLATION``; ``auto``, the default, is `
 ``none``
     the worker runs as the parent's user (the state before issue 22).
 
+On the H200 a CUDA worker does not come up behind ``uid`` or ``mount``: the parent cannot open
+the worker's legacy CUDA IPC handles across the uid change ("mapping of buffer object failed"),
+so CUDA workers fall back to ``none`` today (docs/gate.md, section 1; issue 22).
+
 Every level but ``none`` needs root.  Where a level cannot be set up (not root, a tool missing,
 a mount refused, the worker failing to start under it) the session falls back to the next one
 and records why (``Boundary.fallbacks``); the worker always runs.  The worker is always started
@@ -634,22 +638,6 @@ def _serve_as_init(child: int) -> None:
             os._exit(code if code >= 0 else 128 - code)
 
 
-def lift_memlock() -> Optional[str]:
-    """Raise RLIMIT_MEMLOCK to unlimited before the privilege drop (still root here).  Page-locked
-    host memory (``cudaHostAlloc``: torch's ``pin_memory``, the stream hold's mapped flag) is
-    locked against this limit once CAP_IPC_LOCK is gone; under the container's default limit a
-    CUDA worker behind ``uid`` or ``mount`` failed to start with "CUDA error: mapping of buffer
-    object failed" (H200, 2026-12-02).  What a worker may lock is then bounded by host memory,
-    as for the parent.  Returns why the limit could not be raised, or None."""
-    import resource
-
-    try:
-        resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    except (ValueError, OSError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
 def _main(argv: List[str]) -> None:
     plan = json.loads(argv[1])
     command = argv[argv.index("--") + 1:]
@@ -665,7 +653,6 @@ def _main(argv: List[str]) -> None:
     env.update(scratch_environment(plan["scratch"]))
     if level in ("full", "mount"):
         build_view(plan)
-    lift_memlock()
     os.chdir("/")
     full = setpriv_command(int(plan["uid"])) + command
     if level == "full":
