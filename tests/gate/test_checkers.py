@@ -281,3 +281,18 @@ def test_every_builtin_definition_has_a_strict_rule():
         assert strict is not None and 0 < strict.max_rel_l2 < 0.2, b.name   # a 0.8x output must fail
         assert b.tolerance.rule == "contest+strict" and b.with_contest_rule().tolerance.rule == "contest"
         assert b.quick_variant().tolerance == b.tolerance
+
+
+def test_a_sampled_moe_reference_keeps_the_inputs_its_strict_exemption_reads():
+    """The gate keeps only references of sampled iterations (no inputs); the MoE strict rule's
+    near-tie exemption reads the routing inputs, so those stay (H200, 2026-12-02: the bench
+    stopped on "missing field 'routing_logits'" without them)."""
+    from kernelwright import definitions
+    from kernelwright.gate.evaluate import GateConfig, WorkloadContext
+
+    moe = definitions.get("moe").quick_variant()
+    ctx = WorkloadContext(moe, moe.quick_workloads()[0], GateConfig(device="cpu"))
+    trial = ctx.sample_trial(12345)
+    assert set(trial.inputs) == {"routing_logits", "routing_bias"}
+    r = check_outputs(moe.checker, trial.expected, trial.expected, moe.tolerance, trial.inputs)
+    assert r.passed and "exempt_rows" in r.strict["output"]

@@ -100,12 +100,15 @@ class StrictRule:
     near-tie that a correct implementation may break the other way (MoE: an expert or group
     choice within ``moe_fp8.ROUTING_TIE_MARGIN`` of score).  They still count in ``rel_l2`` and
     in the contest rule; the check records how many there were (``exempt_rows``).
+    ``exempt_inputs`` names the inputs it reads (the gate keeps only those beside the references
+    of sampled iterations).
     """
 
     max_rel_l2: float
     max_row_rel_l2: Optional[float] = None
     row_axes: int = 1
     exempt_rows: Optional[Callable[[Mapping[str, Any]], Any]] = None
+    exempt_inputs: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

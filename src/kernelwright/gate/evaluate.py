@@ -276,8 +276,10 @@ class WorkloadContext:
         if key not in self._sample_refs:
             inputs = self.inputs_of(spec)
             trial = Trial(inputs, normalize_outputs(self.builtin.reference(**inputs), self.definition.output_names))
-            if self.builtin.checker != "topk_indices":  # only the indexer checker needs the inputs
-                trial = Trial({}, trial.expected)
+            if self.builtin.checker != "topk_indices":  # the indexer checker needs all the inputs,
+                strict = self.builtin.tolerance.strict     # a strict rule's exemption a few of them
+                keep = strict.exempt_inputs if strict is not None else ()
+                trial = Trial({n: v for n, v in inputs.items() if n in keep}, trial.expected)
             self._sample_refs[key] = trial
         return self._sample_refs[key]
 
