@@ -122,6 +122,9 @@ for stage in "$@"; do
       { ls -l /dev/nvidia* | head; ulimit -l; python3 /tmp/bprobe.py
         HOME=/tmp timeout 60 $drop python3 /tmp/bprobe.py
         HOME=/tmp timeout 60 prlimit --memlock=unlimited:unlimited $drop python3 /tmp/bprobe.py; } 2>&1 | tee /tmp/records/boundary-probe.log;;
+    fd-share-probe) # issue 22: does a VMM buffer exported as a file descriptor cross the uid change and a PID namespace (legacy CUDA IPC beside it)?
+      mkdir -p /tmp/records; cp experiments/cuda_fd_share_probe.py /tmp/fdprobe.py; chmod 644 /tmp/fdprobe.py
+      timeout -k 5 ${FD_TIMEOUT:-120} python3 /tmp/fdprobe.py 2>&1 | tee /tmp/records/cuda-fd-share-probe.log;;
     pack) tar czf "$OUT/records.tgz" -C /tmp/records . && ls -la "$OUT";;
     *) echo "unknown stage $stage";;
   esac
