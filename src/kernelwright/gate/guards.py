@@ -376,13 +376,7 @@ def classify_kernel(name: str, own_names=None) -> str:
         return "solution"
     if name.startswith("triton::"):
         return "solution"
-    if name.startswith("torch::"):
-        return "torch"
-    if _VENDOR.search(name):
-        return "vendor"
-    if _TORCH.search(name):
-        return "torch"
-    return "solution"
+    return _pattern_origin(name) or "solution"
 
 
 _GLOBAL_FN = re.compile(r"__global__\s+(?:[\w:<>,\s\*]+?\s+)?([A-Za-z_]\w*)\s*\(")
