@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 
 import torch.multiprocessing as tmp
 
-from kernelwright.gate import guards, sandbox, wire
+from kernelwright.gate import cuda_share, guards, sandbox, wire
 from kernelwright.trace import Solution
 
 
@@ -311,7 +311,8 @@ class WorkerSession:
                         if step_s:
                             idle_deadline = time.monotonic() + step_s
                         continue
-                    return reply
+                    # CUDA buffers handed over as descriptors (gate/cuda_share.py, mode "fd")
+                    return cuda_share.open_tree(reply, lambda df: wire.fetch_fd(df, self._peer))
             except wire.ForbiddenGlobal as exc:
                 self.kill()
                 return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,

@@ -44,26 +44,58 @@ class Peer:
 _FETCH_DEADLINE_S = 30.0
 
 
-def _guarded_rebuild_storage_fd(peer: Peer):
+def _sharer_reference(df: Any, peer: Peer) -> None:
+    """Check that ``df`` is a resource-sharer reference at this worker's address (the first
+    message teaches the address).
+
+    Raises:
+        ForbiddenGlobal: anything else.
+    """
     from multiprocessing.resource_sharer import DupFd
+
+    ident = getattr(df, "_id", None) if type(df) is DupFd else None
+    address = ident[0] if isinstance(ident, tuple) and len(ident) == 2 else None
+    if address is None:
+        raise ForbiddenGlobal("a shared-memory handle that is not a resource-sharer reference")
+    if peer.learning and peer.sharer_address is None:
+        peer.sharer_address = address
+    if address != peer.sharer_address:
+        raise ForbiddenGlobal(f"a shared-memory handle at {address!r}, not this worker's resource sharer")
+
+
+def _with_deadline(fetch):
+    """``fetch()`` in a daemon thread, given ``_FETCH_DEADLINE_S``.
+
+    Raises:
+        ForbiddenGlobal: the worker's resource sharer did not answer in time.
+    """
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(fetch()), daemon=True)
+    worker.start()
+    worker.join(_FETCH_DEADLINE_S)
+    if not result:
+        raise ForbiddenGlobal(f"the worker's resource sharer did not hand over a buffer within {_FETCH_DEADLINE_S:.0f} s")
+    return result[0]
+
+
+def fetch_fd(df: Any, peer: Peer) -> int:
+    """A file descriptor the worker handed over: ``df`` (a ``DupFd``) checked to be this
+    worker's resource-sharer reference, then fetched from it with a deadline (CUDA buffers
+    shared as descriptors, gate/cuda_share.py).
+
+    Raises:
+        ForbiddenGlobal: not this worker's reference, or no answer in time.
+    """
+    _sharer_reference(df, peer)
+    return int(_with_deadline(df.detach))
+
+
+def _guarded_rebuild_storage_fd(peer: Peer):
     from torch.multiprocessing.reductions import rebuild_storage_fd
 
     def rebuild(cls, df, size):
-        ident = getattr(df, "_id", None) if type(df) is DupFd else None
-        address = ident[0] if isinstance(ident, tuple) and len(ident) == 2 else None
-        if address is None:
-            raise ForbiddenGlobal("a shared-memory handle that is not a resource-sharer reference")
-        if peer.learning and peer.sharer_address is None:
-            peer.sharer_address = address
-        if address != peer.sharer_address:
-            raise ForbiddenGlobal(f"a shared-memory handle at {address!r}, not this worker's resource sharer")
-        result: list = []
-        fetch = threading.Thread(target=lambda: result.append(rebuild_storage_fd(cls, df, size)), daemon=True)
-        fetch.start()
-        fetch.join(_FETCH_DEADLINE_S)
-        if not result:
-            raise ForbiddenGlobal(f"the worker's resource sharer did not hand over a buffer within {_FETCH_DEADLINE_S:.0f} s")
-        return result[0]
+        _sharer_reference(df, peer)
+        return _with_deadline(lambda: rebuild_storage_fd(cls, df, size))
 
     return rebuild
 

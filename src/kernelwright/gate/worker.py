@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from kernelwright.gate import fresh, guards, integrity
+from kernelwright.gate import cuda_share, fresh, guards, integrity
 from kernelwright.gate import timing as T
 from kernelwright.gate.device_info import resolve_device
 
@@ -398,6 +398,7 @@ class Harness:
             a = torch.randn(64, 64, device=self.device)
             (a @ a).sum().item()
         self.flusher = T.L2Flusher(self.device)
+        self.sharing = cuda_share.sharing_mode()   # how CUDA buffers reach the parent
         self.prims = T.primitives(self.device)
         self.stream_pin = T.StreamPin(self.prims.stream)
         # the device-time clock's blocking kernel, built before any solution code runs (None off
@@ -567,6 +568,23 @@ class Harness:
         t = torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=self.device)
         return t.share_memory_() if self.device.type == "cpu" else t
 
+    def _buffers(self, specs: List[Tuple[Any, str]]) -> List[torch.Tensor]:
+        """Empty tensors for ``specs`` ((shape, dtype name) pairs): shared memory on the CPU; on
+        CUDA torch's allocator (sent by legacy CUDA IPC), or with ``sharing == "fd"`` one
+        shareable allocation (gate/cuda_share.py)."""
+        if self.device.type == "cuda" and self.sharing == "fd":
+            return cuda_share.allocate_views([(tuple(shape), getattr(torch, dt)) for shape, dt in specs], self.device)
+        return [self._empty(shape, dt) for shape, dt in specs]
+
+    def _send_form(self, reply: Dict[str, Any]) -> Dict[str, Any]:
+        """``reply`` as it goes to the parent: with ``sharing == "fd"`` its CUDA tensors as view
+        records of descriptors handed over by this process's resource sharer."""
+        if self.device.type == "cuda" and self.sharing == "fd":
+            from multiprocessing.resource_sharer import DupFd
+
+            return cuda_share.share_tree(reply, DupFd)
+        return reply
+
     def op_alloc(self, msg) -> Dict[str, Any]:
         """Allocate ``sets`` input/output buffer sets and ``samples`` output-shaped slots."""
         self.input_meta = [tuple(m) for m in msg["inputs"]]      # (name, shape|None, dtype)
@@ -574,15 +592,15 @@ class Harness:
         self.sets, self.samples, self._previous_returned = [], [], []
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+        ins = [(shape, dt) for _, shape, dt in self.input_meta if shape is not None]
+        outs = [(shape, dt) for _, shape, dt in self.output_meta]
+        flat = iter(self._buffers((ins + outs) * msg["sets"] + outs * msg["samples"]))
         for _ in range(msg["sets"]):
-            self.sets.append({
-                "inputs": [self._empty(shape, dt) for _, shape, dt in self.input_meta if shape is not None],
-                "outputs": [self._empty(shape, dt) for _, shape, dt in self.output_meta],
-            })
+            self.sets.append({"inputs": [next(flat) for _ in ins], "outputs": [next(flat) for _ in outs]})
         for _ in range(msg["samples"]):
-            self.samples.append([self._empty(shape, dt) for _, shape, dt in self.output_meta])
+            self.samples.append([next(flat) for _ in outs])
         self._ptrs = [[guards.storage_span(t)[0] for t in st["inputs"] + st["outputs"]] for st in self.sets]
-        return {"ok": True, "sets": self.sets, "samples": self.samples}
+        return self._send_form({"ok": True, "sets": self.sets, "samples": self.samples})
 
     def _note_call_threads(self, before: Dict[int, str]) -> None:
         """Remember the native threads started during a solution call ({tid: name} snapshot
@@ -1208,7 +1226,11 @@ def main(conn, device: str, log_path: Optional[str] = None, boundary: Optional[D
     # that it is not mistaken for a thread the solution started
     ready = {"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_(),
              "boundary": boundary_report}
-    if harness.device.type == "cuda":   # the CUDA IPC path through this boundary, tried before any solution code
-        ready["cuda_probe"] = torch.full((4,), 7.0, device=harness.device)
+    if harness.device.type == "cuda":   # the CUDA sharing path through this boundary, tried before any solution code
+        probe = harness._buffers([((4,), "float32")])[0]
+        probe.fill_(7.0)
+        torch.cuda.synchronize(harness.device)
+        ready["cuda_probe"] = probe
+        ready = harness._send_form(ready)
     conn.send(ready)
     harness.serve()

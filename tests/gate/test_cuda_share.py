@@ -1,0 +1,99 @@
+"""CUDA buffers shared as file descriptors (gate/cuda_share.py): the message plumbing, on the CPU.
+
+The driver's part (``cuMemCreate``, export, import, map) needs a GPU; here a memfd stands in for
+the allocation, so what is tested is the rest: one descriptor per allocation, handed over by the
+resource sharer and fetched through ``wire.fetch_fd``, views at their offsets on the other side,
+records that name no allocation refused.  On the H200: ``KERNELWRIGHT_CUDA_SHARING=fd`` with
+``tests/gate/test_boundary_gpu.py``."""
+
+import mmap
+import os
+from multiprocessing.reduction import ForkingPickler
+from multiprocessing.resource_sharer import DupFd
+
+import pytest
+import torch
+
+from kernelwright.gate import cuda_share, wire
+
+
+class _MemfdMapping:
+    """A memfd in place of a VMM allocation: the same interface as ``cuda_share._Mapping``."""
+
+    alive: list = []          # the real mapping is kept alive by its views' owners; this one here
+
+    def __init__(self, fd: int, size: int):
+        self.fd, self.size, self.ptr, self.device = fd, size, 0, 0
+        self.mm = mmap.mmap(fd, size)
+        self.alive.append(self)
+
+    @classmethod
+    def allocate(cls, nbytes, device):
+        fd = os.memfd_create("kw-test")
+        os.ftruncate(fd, nbytes)
+        return cls(fd, nbytes)
+
+    @classmethod
+    def import_fd(cls, fd, size, device):
+        return cls(os.dup(fd), size)
+
+    def export_fd(self):
+        return os.dup(self.fd)
+
+    def view(self, offset, shape, dtype):
+        nbytes = cuda_share._nbytes(shape, dtype)
+        t = torch.frombuffer(self.mm, dtype=torch.uint8, count=max(nbytes, 1), offset=offset)[:nbytes]
+        t = t.view(dtype).reshape(shape)
+        self.ptr = t.untyped_storage().data_ptr() - offset
+        cuda_share._MAPPINGS[t.untyped_storage().data_ptr()] = self
+        return t
+
+
+@pytest.fixture
+def memfd(monkeypatch):
+    monkeypatch.setattr(cuda_share, "_Mapping", _MemfdMapping)
+
+
+def _through_the_pipe(message, peer):
+    return cuda_share.open_tree(wire.safe_loads(bytes(ForkingPickler.dumps(message)), peer),
+                                lambda df: wire.fetch_fd(df, peer))
+
+
+def test_buffers_cross_as_one_descriptor_and_come_back_as_views(memfd):
+    a, b = cuda_share.allocate_views([((4,), torch.float32), ((2, 3), torch.int32)], torch.device("cuda", 0))
+    a.fill_(7.0)
+    b.copy_(torch.arange(6, dtype=torch.int32).reshape(2, 3))
+    peer = wire.Peer()
+    message = cuda_share.share_tree({"ok": True, "probe": torch.zeros(1).share_memory_(),
+                                     "sets": [{"inputs": [a], "outputs": [b]}]}, DupFd)
+    assert len(message[cuda_share.CUDA_ALLOCATIONS]) == 1          # one allocation, one descriptor
+    views = message["sets"][0]["inputs"][0], message["sets"][0]["outputs"][0]
+    assert views[0]["offset"] == 0 and views[1]["offset"] == 256 and views[1]["shape"] == [2, 3]
+    got = _through_the_pipe(message, peer)
+    ga, gb = got["sets"][0]["inputs"][0], got["sets"][0]["outputs"][0]
+    assert torch.equal(ga, a) and torch.equal(gb, b) and cuda_share.CUDA_ALLOCATIONS not in got
+    gb.fill_(-1)                                                    # the same memory on both sides
+    assert bool((b == -1).all())
+
+
+def test_a_view_of_an_allocation_the_message_does_not_carry_is_refused(memfd):
+    (a,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
+    peer = wire.Peer()
+    message = cuda_share.share_tree({"probe": torch.zeros(1).share_memory_(), "t": a}, DupFd)
+    message["t"][cuda_share.CUDA_VIEW] = 999
+    with pytest.raises(ValueError, match="does not carry"):
+        _through_the_pipe(message, peer)
+
+
+def test_a_cuda_tensor_outside_the_shareable_allocations_is_an_error():
+    class Fake(torch.Tensor):
+        is_cuda = True
+
+    with pytest.raises(ValueError, match="outside the worker's shareable allocations"):
+        cuda_share.share_tree({"t": torch.zeros(2).as_subclass(Fake)}, DupFd)
+
+
+def test_the_sharing_mode_is_ipc_unless_asked():
+    assert cuda_share.sharing_mode("") == "ipc" and cuda_share.sharing_mode("FD") == "fd"
+    with pytest.raises(ValueError, match="KERNELWRIGHT_CUDA_SHARING"):
+        cuda_share.sharing_mode("shm")
