@@ -97,7 +97,7 @@ IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
 # (experiments/indexer_aot_resources.py, docs/kernels/indexer.md "Registers and occupancy"): the
 # long-row score kernel takes 130-146 registers at 16K (B >= 16), 32K (B >= 4), 1-4 x 64K and
 # 1 x 128K, the split score kernel 153-154 from B = 16 (3 programs per SM; caps 128 / 96 / 80 fit
-# 4 / 5 / 6 with stacks of 0-24 / 0-16 / 24-192 B); the 4K-tile fused kernel 136-141 from B = 32
+# 4 / 5 / 6 with stacks of 0-24 / 0-16 / 32-192 B); the 4K-tile fused kernel 136-141 from B = 32
 # (1 per SM; 128 -> 2 with an 8 B stack, 80 -> 3 with 40 B).
 IDX_CAPS = {"long_rows": (indexer_long_rows._score_kernel, (128, 96, 80)),
             "split": (indexer_short_rows._score_kernel, (128, 96)),
