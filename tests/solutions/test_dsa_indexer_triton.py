@@ -228,6 +228,53 @@ def test_checker_rejects_wrong_selection():
         _check(inputs, duplicated, expected)
 
 
+@pytest.mark.parametrize("fn,cap,max_pages,seq_lens,path", [
+    (short_rows._fused_kernel, 128, 37, [2368, 2111], None),      # 4096-key tile: fused
+    (short_rows._score_kernel, 96, 70, [4470, 2050], None),       # 8192-key tile: split
+    (long_rows._score_kernel, 80, 36, [2300, 2113], "long_rows"),  # two launches, 2-page items
+])
+def test_register_caps(monkeypatch, fn, cap, max_pages, seq_lens, path):
+    # A register cap (kernel.MAXNREG: Triton's maxnreg on that kernel's launches) changes the
+    # build only: the same ids as without it (the interpreter accepts the option and ignores it).
+    assert kernel.MAXNREG == {}
+    meta = {"num_warps": 4}
+    assert kernel.with_register_cap(fn, meta) is meta              # shipped: launches unchanged
+    if path:
+        _force_plan(monkeypatch, False, 2, 2)
+    inputs = _inputs(2, max_pages, 160, seed=cap, device="cpu", seq_lens=seq_lens)
+    uncapped = _roundtrip(inputs).clone()
+    monkeypatch.setattr(kernel, "MAXNREG", {fn: cap})
+    assert kernel.with_register_cap(fn, meta) == {"num_warps": 4, "maxnreg": cap}
+    launched = []                                                  # the options of every launch
+    real = kernel.with_register_cap
+
+    def spy(f, m):
+        launched.append((f, real(f, m)))
+        return launched[-1][1]
+    monkeypatch.setattr(kernel, "with_register_cap", spy)
+    capped = _roundtrip(inputs)
+    assert [m.get("maxnreg") for f, m in launched if f is fn] == [cap]
+    assert torch.equal(capped.sort(dim=1).values, uncapped.sort(dim=1).values)
+
+
+def test_tuning_harness_cap_variants():
+    # kernelwright.tuning.dsa times register caps on the kernel the shipped dispatch runs at a
+    # shape (kernel.MAXNREG, restored after each sweep point), before the short-row configs.
+    from kernelwright.tuning import dsa
+
+    assert dsa.idx_variants(1, 20) == []                                    # all selected
+    assert dsa.idx_variants(32, 512) == [("maxnreg", long_rows._score_kernel, c) for c in (128, 96, 80)]
+    assert dsa.idx_variants(64, 256)[:3] == dsa.idx_variants(32, 512)
+    assert dsa.idx_variants(64, 64) == ([("maxnreg", short_rows._fused_kernel, c) for c in (128, 80)]
+                                        + dsa.IDX_SWEEP[4096])
+    assert dsa.idx_variants(64, 96)[:2] == [("maxnreg", short_rows._score_kernel, c) for c in (128, 96)]
+    label, undo = dsa.idx_override(32, 512, ("maxnreg", long_rows._score_kernel, 96))
+    assert label == "maxnreg 96 long_rows._score_kernel"
+    assert kernel.MAXNREG == {long_rows._score_kernel: 96} and kernel.FORCE_PATH is None
+    undo()
+    assert kernel.MAXNREG == {}
+
+
 # ----------------------------------------------------------------------------------------------
 # Short-row path (short_rows.py)
 

@@ -13,9 +13,10 @@ Run on the H200 (one call checks and times every variant, then prints a compact 
 copies of their ``kernel.py``), timed the same way for a same-method comparison.  The harness
 drives the shipped kernels' internals (``_launch``, ``_split_config``, the indexer's short-row
 ``_fused_config``, the launch cache's ``LAUNCH`` mode), so it follows them when they change.  The
-indexer's sweep points are configurations of its short-row path (``short_rows``), forced at every
-shape (``kernel.FORCE_PATH``), including 2 x 256 pages, where the shipped dispatch takes the
-long-row path.
+indexer's sweep points are register caps (Triton's ``maxnreg``, through ``kernel.MAXNREG``) on
+the kernel that the shipped dispatch runs at a shape (``IDX_CAPS``), and configurations of its
+short-row path (``short_rows``), forced at every shape (``kernel.FORCE_PATH``), including 2 x 256
+and 64 x 256 pages, where the shipped dispatch takes the long-row path.
 
 Every variant is checked with the gate's rules (indexer: valid, distinct ids of the row, -1 after
 min(topk, seq_len), sorted scores within atol = rtol = 1e-2; attention: elementwise
@@ -54,6 +55,7 @@ from kernelwright.definitions.dsa_indexer import reference as idx_reference
 from kernelwright.inputs import make_generator
 from kernelwright.solutions.dsa_attention_triton import kernel as attention_kernel
 from kernelwright.solutions.dsa_indexer_triton import kernel as indexer_kernel
+from kernelwright.solutions.dsa_indexer_triton import long_rows as indexer_long_rows
 from kernelwright.solutions.dsa_indexer_triton import short_rows as indexer_short_rows
 from kernelwright.trace import RandomInput, Workload
 from kernelwright.tuning.timer import Timer
@@ -63,7 +65,11 @@ SMOKE = False  # --smoke: plumbing check on the CPU (interpreter), one call per 
 TOPK = 2048
 PS = 64
 ATTN_T = [1, 2, 6, 7, 8]
-IDX_SHAPES = [(1, 20), (16, 32), (8, 45), (4, 88), (31, 91), (2, 256), (64, 96)]
+# (batch, pages); the last three are envelope shapes where experiments/indexer_aot_resources.py
+# finds the shipped kernel register-limited: 64 x 4K (fused, 1 program per SM), 64 x 16K and
+# 32 x 32K (long rows' score kernel, 3 per SM).
+IDX_SHAPES = [(1, 20), (16, 32), (8, 45), (4, 88), (31, 91), (2, 256), (64, 96),
+              (64, 64), (64, 256), (32, 512)]
 ATTN_SWEEP = {
     1: [(16, 16, 4, 2), (64, 64, 8, 2), (64, 32, 4, 2)],
     2: [(16, 16, 4, 2), (64, 64, 8, 2)],
@@ -86,6 +92,16 @@ for _t in (16, 32, 64, 128):
 IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
              8192: [("fused", 4, 1), ("split", 16)],
              16384: [("fused", 4, 3), ("split", 16)]}
+# Register caps per thread (Triton's maxnreg, through the indexer's kernel.MAXNREG) on the shipped
+# dispatch, by the schedule it gives a shape: (kernel, caps).  sm_90a AOT
+# (experiments/indexer_aot_resources.py, docs/kernels/indexer.md "Registers and occupancy"): the
+# long-row score kernel takes 130-146 registers at 16K (B >= 16), 32K (B >= 4), 1-4 x 64K and
+# 1 x 128K, the split score kernel 153-154 from B = 16 (3 programs per SM; caps 128 / 96 / 80 fit
+# 4 / 5 / 6 with stacks of 0-24 / 0-16 / 32-192 B); the 4K-tile fused kernel 136-141 from B = 32
+# (1 per SM; 128 -> 2 with an 8 B stack, 80 -> 3 with 40 B).
+IDX_CAPS = {"long_rows": (indexer_long_rows._score_kernel, (128, 96, 80)),
+            "split": (indexer_short_rows._score_kernel, (128, 96)),
+            "fused": (indexer_short_rows._fused_kernel, (128, 80))}
 
 WARM_EV, N_EV = 5, 25
 WARM_GR, N_GR = 3, 20
@@ -234,9 +250,42 @@ def idx_call(mod, case):
     return lambda s: mod.run(**case.sets[s], topk_indices=case.outs[s][0])
 
 
+def idx_schedule(batch, pages):
+    """What the shipped dispatch runs for a (batch, pages) call: "all_selected", "long_rows",
+    or the short-row schedule ("fused", "split", "streamed")."""
+    path = indexer_kernel.path_for(pages, PS, TOPK)
+    if path != "short_rows":
+        return path
+    return indexer_short_rows._schedule(batch, triton.next_power_of_2(pages * PS))
+
+
+def idx_variants(batch, pages):
+    """The sweep points of one shape (rows wider than topk only): a register cap
+    ("maxnreg", kernel, cap) for each of IDX_CAPS' caps of its shipped schedule, then the
+    short-row configurations of IDX_SWEEP for its row tile."""
+    if pages * PS <= TOPK:
+        return []
+    fn, caps = IDX_CAPS.get(idx_schedule(batch, pages), (None, ()))
+    return [("maxnreg", fn, cap) for cap in caps] + IDX_SWEEP.get(triton.next_power_of_2(pages * PS), [])
+
+
+def idx_cap_override(fn, cap):
+    """Cap kernel ``fn``'s registers per thread at ``cap`` (kernel.MAXNREG) on the shipped
+    dispatch; returns (label, undo)."""
+    saved = indexer_kernel.MAXNREG
+    indexer_kernel.MAXNREG = {**saved, fn: cap}
+
+    def undo():
+        indexer_kernel.MAXNREG = saved
+    return f"maxnreg {cap} {fn.fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}", undo
+
+
 def idx_override(batch, pages, sweep):
-    """Monkeypatch the indexer's short-row path for one sweep point (and force that path);
-    returns (label, undo)."""
+    """Monkeypatch the indexer for one sweep point: a register cap (``("maxnreg", kernel,
+    cap)``, the shipped dispatch) or a short-row configuration (that path forced); returns
+    (label, undo)."""
+    if sweep[0] == "maxnreg":
+        return idx_cap_override(*sweep[1:])
     tile = triton.next_power_of_2(pages * PS)
     short = indexer_short_rows
     saved = (short._fused_config, short._SPLIT_TILES, short._SPLIT_TOPK_WARPS, indexer_kernel.FORCE_PATH)
@@ -324,8 +373,7 @@ def precompile(attn_cases, idx_cases):
                     print("precompile attn", tokens, cfg, exc)
         attention_kernel._split_config = default_split
         for (batch, pages), case in idx_cases.items():
-            tile = triton.next_power_of_2(pages * PS)
-            for sw in [None] + IDX_SWEEP.get(tile, []):
+            for sw in [None] + idx_variants(batch, pages):
                 undo = (lambda: None) if sw is None else idx_override(batch, pages, sw)[1]
                 try:
                     indexer_kernel._launch(**case.sets[0], topk_indices=case.outs[0][0], warmup=True)
@@ -388,8 +436,7 @@ def main(argv=None):
         r.save()
 
     for (batch, pages), case in idx_cases.items():
-        tile = triton.next_power_of_2(pages * PS)
-        for sw in IDX_SWEEP.get(tile, []) if pages * PS > TOPK else []:
+        for sw in idx_variants(batch, pages):
             if r.left() < 20:
                 break
             label, undo = idx_override(batch, pages, sw)
@@ -508,7 +555,7 @@ def table(rows):
             continue
         m = " ".join(f"{k}={r[k]:7.1f}" for k in ("ev", "gr", "dev") if isinstance(r.get(k), float))
         chk = r.get("error") or ",".join(str(x) for x in ([*r.get("check_ev", [])] + ([r["check_graph"]] if "check_graph" in r else [])))
-        print(f"{r['kernel'][:4]} {r['shape']:>7} {r['variant']:<26} {m:<40} {chk}")
+        print(f"{r['kernel'][:4]} {r['shape']:>7} {r['variant']:<38} {m:<40} {chk}")
 
 
 if __name__ == "__main__":

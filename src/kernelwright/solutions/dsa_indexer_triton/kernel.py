@@ -41,6 +41,12 @@ LONG_ROW_MIN_PAGES = 256
 FORCE_PATH = None       # None: path_for's dispatch; "short_rows" / "long_rows": that path at every
                         # width wider than topk (experiments comparing the two paths)
 _PATHS = {"short_rows": short_rows.launches, "long_rows": long_rows.launches}
+# Register caps per thread (Triton's maxnreg compile option), for experiments: {kernel (one of
+# this solution's @triton.jit functions): cap} applies to every launch of that kernel; empty (the
+# shipped solution): the registers ptxas chooses.  Not part of the launch-cache key: a change
+# takes effect on calls through _launch, or after _entries.clear().  Offline register counts and
+# what caps give: docs/kernels/indexer.md, "Registers and occupancy".
+MAXNREG = {}
 
 
 def path_for(max_pages: int, page_size: int, topk: int) -> str:
@@ -52,6 +58,13 @@ def path_for(max_pages: int, page_size: int, topk: int) -> str:
     if FORCE_PATH is not None:
         return FORCE_PATH
     return "long_rows" if max_pages >= LONG_ROW_MIN_PAGES else "short_rows"
+
+
+def with_register_cap(fn, meta: dict) -> dict:
+    """The launch options ``meta`` of kernel ``fn`` with its MAXNREG cap (registers per thread)
+    added, if it has one; otherwise ``meta`` itself."""
+    cap = MAXNREG.get(fn) if MAXNREG else None
+    return dict(meta, maxnreg=cap) if cap else meta
 
 
 def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk_indices,
@@ -69,6 +82,7 @@ def _launch(q_index_fp8, k_index_cache_fp8, weights, seq_lens, block_table, topk
         launches, scratch = _PATHS[path](shapes, q_index_fp8, *k_cache_views(k_index_cache_fp8),
                                          weights, seq_lens, block_table, topk_indices)
     for fn, grid, args, meta in launches:
+        meta = with_register_cap(fn, meta)
         if warmup:
             fn.warmup(*args, grid=grid, **meta)
             continue

@@ -45,8 +45,11 @@ _FILTER_TILE = 8192
 _CAND_TILE = 8192
 # Scoring grid: one program per work item.  Pages per item: at most about _ITEMS_PER_PROGRAM
 # items per resident program (_PROGRAMS_PER_SM 4-warp programs per SM) for the expected fill of
-# a batch (each item costs a pipeline fill and an arrival round trip).  Registers (ptxas,
-# sm_90a, offline): 106-112 (4 programs per SM) without the one-launch select, 152-156 (3) with.
+# a batch (each item costs a pipeline fill and an arrival round trip).  Registers (sm_90a AOT,
+# Triton 3.6, two launches): 98 (4 programs per SM) at 1 page per item, and at 8-32 with 2-4
+# histogram stripes; 130-146 (3 per SM) at 2-4 pages per item, and at 8-32 with one stripe (rows
+# of 16K-32K tokens: the JIT compiles the argument stripes = 1 as a constant); 152-156 (3) with
+# the one-launch select.
 _PROGRAMS_PER_SM = 4
 _ITEMS_PER_PROGRAM = 1
 _MAX_PAGES_PER_ITEM = 32
