@@ -312,3 +312,97 @@ def test_a_kernel_named_like_the_hold_is_unmeasured_work():
     clocks = ClockTrials()
     clocks.add(_device_trial(cupti_hold_records=[0, 0]))
     assert clocks.unmeasured_work(clocks.decide()) is None
+
+
+# -- every trial paired with its own CUPTI window (PHASE_MISMATCH, docs/gate.md section 1) ----------
+
+def _traced_trial(held_ms, traced_ms, warmup=10):
+    """One trial's samples as the worker and the parent's records give them: held timed iterations
+    warmup, warmup + 2, ... with latencies ``held_ms``, and a CUPTI window whose call j ran the
+    inputs of timed iteration warmup + j, with kernel time ``traced_ms[j]`` (sum = span)."""
+    iters = [warmup + 2 * k for k in range(len(held_ms))]
+    return {**_device_trial(), "latency_ms": list(held_ms), "latency_iters": iters,
+            "held_wall_ms": [max(held_ms) + 0.01] * len(held_ms), "held_span_ms": [max(held_ms) + 0.2] * len(held_ms),
+            "kernel_sum_ms": list(traced_ms), "kernel_span_ms": list(traced_ms)}
+
+
+def _bimodal(slow_ms, fast_ms, modes):
+    """Per-iteration cost of a bimodal workload (MoE at T = 1: a token hits local experts or not)."""
+    return [slow_ms if m else fast_ms for m in modes]
+
+
+def test_an_honest_bimodal_workload_passes_each_trials_own_pairing():
+    # trial 0 mostly slow, trial 1 mostly fast (medians 3x apart), trial 2 mixed; within a trial
+    # every traced call ran the same inputs as the held iteration it pairs with (iterations
+    # 10, 12, 14, ...: traced calls 0, 2, 4, ...), so it sits in the same mode, slowed a little
+    slow, fast = 0.060, 0.020
+    modes = {0: [1, 1, 0, 1, 1], 1: [0, 0, 1, 0, 0], 2: [1, 0, 1, 0, 0]}
+    clocks = ClockTrials(warmup=10)
+    for t in range(3):
+        held = _bimodal(slow, fast, modes[t])
+        per_traced = [held[j // 2] if j % 2 == 0 else fast for j in range(8 if t == 0 else 6)]
+        assert clocks.add(_traced_trial(held, [1.04 * x for x in per_traced])) is None
+    h = clocks.decide()
+    assert h.clock == "device"
+    assert h.per_trial_ms[0] == pytest.approx(3 * h.per_trial_ms[1])
+    assert clocks.phase_mismatch() == (None, "")
+    assert [len(p.timed) for p in clocks.phase] == [4, 3, 3]         # 8 and 6 traced calls: every even one paired
+    assert all(r == pytest.approx(1 / 1.04) for r in clocks.phase_ratios())
+    # the backstop across trials (different draws) passes too: 3x is inside its 4x allowance
+    assert guards.trial_phase_verdict(h.per_trial_ms, *clocks.window(0))[0] is None
+
+
+def test_a_later_trial_timing_half_its_traced_work_is_phase_mismatch():
+    # red-team case split_later_trials (H200: per trial [0.2055, 0.1127] ms): honest in trial 0,
+    # then 90 of its 200 us on an unjoined private stream, except in the trial's own CUPTI window
+    clocks = ClockTrials(warmup=10)
+    clocks.add(_traced_trial([0.2055] * 5, [0.2010] * 8))
+    clocks.add(_traced_trial([0.1127] * 5, [0.2049] * 6))        # 0.55x its own traced kernel time
+    h = clocks.decide()
+    reason, message = clocks.phase_mismatch()
+    assert reason == guards.PHASE_MISMATCH
+    assert message.startswith("trial 1: on the same inputs the timed calls took 0.55x")
+    assert clocks.phase_ratios() == [pytest.approx(0.2055 / 0.2010), pytest.approx(0.1127 / 0.2049)]
+    # what judged the later trials before: the loose cross-trial bound lets it through
+    assert guards.trial_phase_verdict(h.per_trial_ms, *clocks.window(0))[0] is None
+
+
+def test_a_trial_without_a_window_is_not_paired_and_the_kernel_time_averages_the_windows():
+    clocks = ClockTrials(warmup=10)
+    clocks.add(_traced_trial([0.2] * 5, [0.1] * 8))
+    clocks.add({**_device_trial(), "cupti_error": "RuntimeError: lost"})   # this trial's window failed
+    clocks.add(_traced_trial([0.2] * 5, [0.3] * 6))
+    assert clocks.window(1) is None and clocks.window(0) == (pytest.approx(0.1), pytest.approx(0.1))
+    assert clocks.phase_ratios() == [pytest.approx(2.0), None, pytest.approx(0.2 / 0.3)]
+    assert clocks.kernel_time_ms() == (pytest.approx(0.2), pytest.approx(0.2))
+    assert clocks.phase_mismatch()[0] == guards.PHASE_MISMATCH          # trial 2: 0.67x
+    # without the warm-up the traced calls cannot be placed among the timed ones: no pairs
+    unpaired = ClockTrials()
+    unpaired.add(_traced_trial([0.1] * 5, [0.3] * 8))
+    assert unpaired.phase_ratios() == [None] and unpaired.phase_mismatch() == (None, "")
+
+
+def test_the_phase_check_rejects_a_later_trial_against_its_own_window():
+    # evaluate._check_phases, fed the clocks of the two tests above
+    from types import SimpleNamespace
+
+    from kernelwright.gate.evaluate import _check_phases
+
+    def judged(trials):
+        clocks = ClockTrials(warmup=10)
+        for held, traced in trials:
+            clocks.add(_traced_trial(held, traced))
+        rejected = []
+        ev = SimpleNamespace(cfg=SimpleNamespace(guards=True), clocks=clocks, headline=clocks.decide(),
+                             ctx=SimpleNamespace(device=torch.device("cuda")),
+                             reject=lambda reason, message: rejected.append((reason, message)) or reason)
+        return _check_phases(ev), rejected
+
+    stop, rejected = judged([([0.2055] * 5, [0.2010] * 8), ([0.1127] * 5, [0.2049] * 6)])
+    assert stop == guards.PHASE_MISMATCH and rejected[0][1].startswith("trial 1:")
+    stop, _ = judged([([0.060] * 5, [0.058] * 8), ([0.020] * 5, [0.019] * 6), ([0.060] * 5, [0.059] * 6)])
+    assert stop is None
+    # a later trial far below trial 0 without a window of its own: the backstop still decides
+    clocks_trials = [([0.2] * 5, [0.2] * 8), ([0.001] * 5, [])]
+    stop, rejected = judged(clocks_trials)
+    assert stop == guards.PHASE_MISMATCH and rejected[0][1].startswith("trial 1 timed")

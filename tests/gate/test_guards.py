@@ -276,3 +276,24 @@ def test_held_prerelease_counts_what_started_before_the_release():
     assert held_prerelease([released + 100, released - 2_000], released, 3_000) == (0, 2.0)
     assert held_prerelease([released - 80_000, released + 10], released, 3_000) == (1, 80.0)
     assert held_prerelease([], released, 3_000) == (0, 0.0)
+
+
+def test_phase_verdict_by_trial_judges_each_trial_against_its_own_pairs():
+    honest = ([0.20, 0.21, 0.20], [0.20, 0.20, 0.20], [0.21, 0.21, 0.21])
+    fast_mode = ([0.021, 0.020, 0.022], [0.020, 0.020, 0.021], [0.020, 0.021, 0.021])   # another draw, 10x cheaper
+    half_hidden = ([0.110, 0.113, 0.112], [0.204, 0.205, 0.204], [0.205, 0.205, 0.206])
+    no_window = ([], [], [])
+    assert guards.phase_verdict_by_trial([honest, fast_mode, no_window]) == (None, "")
+    reason, message = guards.phase_verdict_by_trial([honest, no_window, half_hidden])
+    assert reason == guards.PHASE_MISMATCH and message.startswith("trial 2: on the same inputs")
+    assert guards.phase_verdict_by_trial([]) == (None, "")
+
+
+def test_phase_ratio_is_the_median_over_pairs_that_traced_a_kernel():
+    assert guards.phase_ratio([0.1, 0.2, 0.3], [0.1, 0.0, 0.2], [0.2, 0.1, 0.2]) == pytest.approx(1.25)
+    assert guards.phase_ratio([0.1], [0.0], [0.0]) is None
+    assert guards.phase_ratio([], [], []) is None
+    # the threshold is the named constant: just above passes, just below fails
+    ok = guards.PHASE_MIN_RATIO * 1.01
+    assert guards.phase_verdict([ok], [1.0], [1.0])[0] is None
+    assert guards.phase_verdict([guards.PHASE_MIN_RATIO * 0.99], [1.0], [1.0])[0] == guards.PHASE_MISMATCH

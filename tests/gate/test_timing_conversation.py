@@ -46,3 +46,24 @@ def test_a_forged_or_skipped_step_is_recorded():
     talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
     assert "spec" not in talk({"step": "spec", "phase": "time", "i": 5})   # asking ahead
     assert talk.violations
+
+
+def test_every_trial_traces_the_inputs_of_its_own_timed_iterations():
+    # trial 1's CUPTI window runs on trial 1's specs: traced call i <-> its timed iteration warmup + i
+    ctx = _ctx()
+    ctx.sample_plan, ctx.random_samples = [{3: 0}, {3: 0}], [1, 1]
+    trial_1 = [200 + i for i in range(8)]
+    talk = _TimingConversation(ctx, 1, _sets(), trial_1, with_graph=False)
+    assert [talk({"step": "spec", "phase": "cupti", "i": i})["spec"] for i in range(3)] == [202, 203, 204]
+    assert talk.last_spec_by_set[0] == 204 and not talk.violations
+
+
+def test_the_cupti_window_of_each_trial():
+    from kernelwright.gate.evaluate import LATER_TRIAL_CUPTI_ITERATIONS, GateConfig
+
+    cfg = GateConfig(device="cpu")
+    assert [cfg.cupti_window(t) for t in range(3)] == [8, LATER_TRIAL_CUPTI_ITERATIONS, LATER_TRIAL_CUPTI_ITERATIONS]
+    assert LATER_TRIAL_CUPTI_ITERATIONS >= 3
+    quick = GateConfig.preset("cpu", quick=True)
+    assert [quick.cupti_window(t) for t in range(3)] == [3, 3, 3]
+    assert [GateConfig(device="cpu", cupti_iterations=0).cupti_window(t) for t in range(3)] == [0, 0, 0]

@@ -30,7 +30,6 @@ from kernelwright.gate.checkers import CheckResult, check_outputs, worst_strict
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
 from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
-from kernelwright.gate.headline import phase_pairs as headline_phase_pairs
 from kernelwright.gate.session import WorkerSession
 from kernelwright.diagnostics import clip
 from kernelwright.trace import record
@@ -38,6 +37,15 @@ from kernelwright.inputs import make_generator, seed_for
 from kernelwright.trace import (
     Correctness, Evaluation, EvaluationStatus, GateReport, KernelRecord, Performance, Trace, Workload,
 )
+
+
+# traced calls in the CUPTI window of every trial after the first (trial 0 makes
+# ``GateConfig.cupti_iterations``, 8 by default; each later trial's window pairs PHASE_MISMATCH on
+# that trial's own inputs): traced call i runs the inputs of timed iteration warmup + i, and six
+# consecutive timed iterations hold exactly three (``timing.HoldPolicy`` holds the even ones)
+# whatever the warm-up's parity, so a later trial gets three held pairs, a median that one odd
+# pair cannot move, for six calls: a tenth of a default trial's 60 calls
+LATER_TRIAL_CUPTI_ITERATIONS = 6
 
 
 @dataclass
@@ -70,6 +78,12 @@ class GateConfig:
     atol: Optional[float] = None
     rtol: Optional[float] = None
     required_matched_ratio: Optional[float] = None
+
+    def cupti_window(self, trial: int) -> int:
+        """How many calls trial ``trial``'s CUPTI window traces, on the inputs of that trial's timed
+        iterations warmup + i: ``cupti_iterations`` in trial 0, at most
+        ``LATER_TRIAL_CUPTI_ITERATIONS`` in the later trials (0 everywhere when it is 0)."""
+        return self.cupti_iterations if trial == 0 else min(self.cupti_iterations, LATER_TRIAL_CUPTI_ITERATIONS)
 
     def tolerance_for(self, default: "Tolerance") -> "Tolerance":
         """``default`` (a definition's tolerance) with this run's overrides applied."""
@@ -705,15 +719,12 @@ class _Judging:
     # the timing phase, over the trials
     plan: Optional[TimingPlan] = None             # this candidate's own timed inputs
     notes: Dict[str, Any] = field(default_factory=dict)
-    clocks: ClockTrials = field(default_factory=ClockTrials)
+    clocks: ClockTrials = field(default_factory=ClockTrials)   # per trial: clocks, CUPTI windows, their pairs
     graph_lat: List[float] = field(default_factory=list)
-    ksum: List[float] = field(default_factory=list)     # CUPTI kernel-time sum and span, per window
-    kspan: List[float] = field(default_factory=list)
     kernels: Dict[str, List[float]] = field(default_factory=dict)
     durations: Dict[str, List[float]] = field(default_factory=dict)   # CUPTI: each record's us per kernel name
     launched: Optional[Dict[str, int]] = None     # CUDA: Triton kernels the solution launched (CUPTI window)
     launches: Dict[str, List[float]] = field(default_factory=dict)
-    phase_pairs: Tuple[List[float], ...] = ()
     # the headline clock's decision and the record made from it (``_decide_headline``)
     headline: Any = None
     perf: Optional[Performance] = None
@@ -750,7 +761,8 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch) -> Tuple[Tr
     failed = _start_worker(run, ctx, watch)
     if failed is not None:
         return failed, None
-    ev = _Judging(run, ctx, watch, gate=GateReport(trials=ctx.cfg.trials), load=run.session.load_reply)
+    ev = _Judging(run, ctx, watch, gate=GateReport(trials=ctx.cfg.trials), load=run.session.load_reply,
+                  clocks=ClockTrials(warmup=ctx.cfg.warmup))
     for phase in _PHASES:
         stop = phase(ev)
         if stop is not None:
@@ -962,8 +974,9 @@ def _time_trial(ev: _Judging, t: int) -> Optional[Trace]:
 
 
 def _run_time_op(ev: _Judging, t: int) -> Tuple[Optional[Trace], "_TimingConversation", Dict[str, Any]]:
-    """Send trial ``t``'s time op (trial 0 also runs the graph replays, the CUPTI window and the
-    profiled call) and answer its steps (``_TimingConversation``).  Then protected files, the
+    """Send trial ``t``'s time op (every trial runs its own CUPTI window, ``GateConfig.cupti_window``;
+    trial 0 also runs the graph replays and the profiled call) and answer its steps
+    (``_TimingConversation``).  Then protected files, the
     op's own failure and, with the guards, a ping with a fresh nonce: the next reply must answer
     the next message (a forged early reply leaves the real one queued, and it would arrive here
     instead of the pong: GATE_TAMPERED).  Returns (a rejection or None, the conversation, the reply)."""
@@ -971,7 +984,7 @@ def _run_time_op(ev: _Judging, t: int) -> Tuple[Optional[Trace], "_TimingConvers
     specs = plan.timing_specs[t] if cfg.guards else [plan.timing_seeds[t][0]] * len(plan.timing_seeds[t])
     with_graph = t == 0 and bool(cfg.graph_iterations)
     msg = _time_message(ctx, len(specs), graph_iterations=len(plan.graph_seeds) if with_graph else 0,
-                        cupti_iters=cfg.cupti_iterations if t == 0 else 0, profile_kernels=t == 0)
+                        cupti_iters=cfg.cupti_window(t), profile_kernels=t == 0)
     talk = _TimingConversation(ctx, t, ev.sets, specs, with_graph, plan=plan)
     reply = ev.watch.request(msg, session.timeouts.timing_op_s(msg["iterations"] + msg["graph_iterations"]
                                                                + msg["cupti_iters"] + 1), on_step=talk)
@@ -1053,13 +1066,10 @@ def _check_after_timed_loop(ev: _Judging, talk: "_TimingConversation", reply: Di
 def _check_trial_clocks(ev: _Judging, t: int, s: Dict[str, Any], reply: Dict[str, Any]) -> Optional[Trace]:
     """The trial's clocks (TIMER_INCONSISTENT): impossible samples (``ClockTrials.add``), latencies
     that sum to more than the parent's wall clock of the phase, a worker clock that saw far less
-    time than the parent's.  Trial 0's timed latencies are paired first with the traced calls of
-    the same inputs (judged in ``_check_phases``)."""
+    time than the parent's.  ``ClockTrials.add`` also keeps the trial's CUPTI window and pairs its
+    timed latencies with the traced calls of the same inputs (judged in ``_check_phases``)."""
     cfg = ev.cfg
     lat = s.get("latency_ms") or []
-    if t == 0 and s.get("kernel_span_ms"):
-        # timed latencies with the traced kernel sum and span of the same inputs (PHASE_MISMATCH)
-        ev.phase_pairs = headline_phase_pairs(s, cfg.warmup)
     impossible = ev.clocks.add(s)
     if impossible:
         return ev.reject(guards.TIMER_INCONSISTENT, impossible)
@@ -1078,8 +1088,9 @@ def _check_trial_clocks(ev: _Judging, t: int, s: Dict[str, Any], reply: Dict[str
 
 def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any]) -> None:
     """Add one trial's observations to the evaluation's: launches and host ops (CPU provenance),
-    the graph replays (``_collect_graph``), the CUPTI window's kernel times and records, the
-    Triton kernels launched there."""
+    the graph replays (``_collect_graph``), the CUPTI window's kernel records (every trial's
+    window: provenance judges them together) and the Triton kernels launched there.  The window's
+    kernel times went to ``ClockTrials`` with the trial's samples."""
     watch = ev.watch
     if s.get("min_launches") is not None:
         watch.note({"launches": s["min_launches"]})
@@ -1090,9 +1101,6 @@ def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any])
         agg[0] += count
         agg[1] += total
     _collect_graph(ev, talk, s)
-    if s.get("kernel_sum_ms"):
-        ev.ksum.append(statistics.median(s["kernel_sum_ms"]))
-        ev.kspan.append(statistics.median(s["kernel_span_ms"]))
     if s.get("cupti_error"):
         ev.notes["cupti"] = s["cupti_error"]
     for name, (count, total) in s.get("kernels", {}).items():
@@ -1142,16 +1150,19 @@ def _decide_headline(ev: _Judging) -> None:
     notes["clock"] = {"headline": headline.clock, **headline.notes}
     ref_ms = ev.ctx.reference_latency_ms()
     graph_ms = float(statistics.mean(ev.graph_lat)) if ev.graph_lat else None
+    kernel_ms, span_ms = ev.clocks.kernel_time_ms()
     ev.perf = Performance(latency_ms=latency, reference_latency_ms=ref_ms, speedup_factor=ref_ms / latency,
                           eager_latency_ms=headline.eager_ms, clock=headline.clock, graph_latency_ms=graph_ms,
-                          kernel_time_ms=float(statistics.mean(ev.ksum)) if ev.ksum else None,
-                          kernel_span_ms=float(statistics.mean(ev.kspan)) if ev.kspan else None,
+                          kernel_time_ms=kernel_ms, kernel_span_ms=span_ms,
                           timing_method=T.device_clock_label(headline.clock, ev.clocks.hold_kind),
                           latency_samples_ms=[round(x, 6) for x in headline.per_trial_ms])
     ev.headline = headline
     ratio, mismatch = graph_agreement(headline, graph_ms)
     if ratio is not None:
         notes["clock"]["device_vs_graph"] = round(ratio, 3)
+    phase = ev.clocks.phase_ratios()
+    if any(r is not None for r in phase):   # per trial: timed / traced kernel time on the same inputs
+        notes["clock"]["timed_vs_traced"] = [None if r is None else round(r, 3) for r in phase]
     if mismatch and ev.cfg.guards:
         gate.suspicious = True
         gate.reasons.append(guards.DEVICE_GRAPH_MISMATCH)
@@ -1161,35 +1172,41 @@ def _decide_headline(ev: _Judging) -> None:
 
 def _check_unmeasured_work(ev: _Judging) -> Optional[Trace]:
     """Phase 4 (CUDA, guards), UNMEASURED_WORK: the device-synchronised wall clock against the
-    events (``ClockTrials.unmeasured_work``), then the CUPTI span over all streams against the
-    events of the same kind of traced calls, held or eager (``cupti_span_reference``)."""
+    events (``ClockTrials.unmeasured_work``), then the CUPTI span over all streams of trial 0's
+    traced calls against the events of the same kind of calls, held or eager
+    (``cupti_span_reference``; the later trials' windows are judged pair by pair in
+    ``_check_phases``)."""
     if not (ev.ctx.device.type == "cuda" and ev.cfg.guards):
         return None
     unmeasured = ev.clocks.unmeasured_work(ev.headline)
     if unmeasured:
         return ev.reject(guards.UNMEASURED_WORK, unmeasured)
     span_ref = cupti_span_reference(ev.clocks, ev.headline)   # like with like: held or eager traced calls
-    if ev.kspan and ev.kspan[0] > guards.CUPTI_SPAN_FACTOR * span_ref + guards.CUPTI_SPAN_SLACK_MS:
+    window = ev.clocks.window(0)
+    if window and window[1] > guards.CUPTI_SPAN_FACTOR * span_ref + guards.CUPTI_SPAN_SLACK_MS:
         return ev.reject(guards.UNMEASURED_WORK,
-                         f"CUPTI span {ev.kspan[0]:.3f} ms over all streams vs events {span_ref:.3f} ms")
+                         f"CUPTI span {window[1]:.3f} ms over all streams vs events {span_ref:.3f} ms")
     return None
 
 
 def _check_phases(ev: _Judging) -> Optional[Trace]:
     """Phase 5 (guards), PHASE_MISMATCH.  Provenance is observed in recognisable calls (the CUPTI
-    window, the profiled call): a solution that runs other, faster code in its timed calls shows
-    timed calls faster than the kernels it ran there on the same inputs (each pair: trial 0,
-    timed iteration warmup + i, traced on the same spec, so the workload's own variance, e.g. MoE
-    routing, cancels; ``guards.phase_verdict``); then every later trial's median against the
-    smaller of trial 0's and the traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
+    windows, the profiled call): a solution that runs other, faster code in its timed calls, or
+    moves work off the clock after trial 0, shows timed calls faster than the kernels it ran
+    where traced on the same inputs.  Every trial is judged against its own window (each pair:
+    timed iteration warmup + i of that trial and the traced call on the same spec, so the
+    workload's own variance, e.g. MoE routing, cancels; ``ClockTrials.phase_mismatch``); then,
+    as a backstop, every later trial's median against the smaller of trial 0's and trial 0's
+    traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
     interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
-    cfg = ev.cfg
-    if cfg.guards and ev.phase_pairs:
-        reason, message = guards.phase_verdict(*ev.phase_pairs)
-        if reason is not None:
-            return ev.reject(reason, message)
-    if cfg.guards and ev.ctx.device.type == "cuda" and ev.ksum and ev.kspan:
-        reason, message = guards.trial_phase_verdict(ev.headline.per_trial_ms, ev.ksum[0], ev.kspan[0])
+    if not ev.cfg.guards:
+        return None
+    reason, message = ev.clocks.phase_mismatch()
+    if reason is not None:
+        return ev.reject(reason, message)
+    window = ev.clocks.window(0)
+    if ev.ctx.device.type == "cuda" and window:
+        reason, message = guards.trial_phase_verdict(ev.headline.per_trial_ms, *window)
         if reason is not None:
             return ev.reject(reason, message)
     return None

@@ -11,7 +11,7 @@ import os
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 import torch
 
@@ -515,48 +515,84 @@ def kernel_origin(name: str, split: Mapping[str, Dict[str, float]]) -> str:
     return max(parts, key=parts.get) if parts else "unknown"
 
 
-def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 0.8):
-    """(PHASE_MISMATCH or None, message): the timed calls against the traced calls of the same inputs.
+PHASE_MIN_RATIO = 0.8
+"""PHASE_MISMATCH: a trial's timed calls may take down to this fraction of the kernel time its
+traced calls ran on the same inputs (median over the pairs, ``phase_ratio``).  An honest call's
+events cover at least that kernel time, so its ratio sits near 1 or above; a switch to cheaper
+code where timed (case ``phase_switch``) reads below, and so does work moved off the clock after
+trial 0 (case ``split_later_trials``: 0.55x)."""
 
-    ``latency_ms[i]`` is the CUDA-event latency of a timed call, ``kernel_sum_ms[i]`` and
-    ``kernel_span_ms[i]`` the CUPTI kernel-duration sum and first-start-to-last-end span of the
-    traced call on the same inputs (all ms).  An honest call's events cover at least
+
+def phase_ratio(latency_ms, kernel_sum_ms, kernel_span_ms) -> Optional[float]:
+    """The median over pairs of a timed call's latency against the traced call's kernel time on
+    the same inputs, min(sum, span) (dimensionless: ms / ms); None without a pair that traced
+    any kernel.  ``latency_ms[i]`` is the CUDA-event latency of a timed call, ``kernel_sum_ms[i]``
+    and ``kernel_span_ms[i]`` the CUPTI kernel-duration sum and first-start-to-last-end span of
+    the traced call on the same inputs (all ms).  An honest call's events cover at least
     min(sum, span): on one stream at least the sum, with overlapping streams at least the span.
     The span alone is not a floor: CUPTI slows every launch, so a launch-bound honest solution
-    shows a traced span about twice its timed latency (H200, red-team case ``ghost_branch``).
-    A median ratio below ``threshold`` means the timed calls ran less work than the traced ones
-    (case ``phase_switch``: own kernels where traced, other code where timed).
-    """
+    shows a traced span about twice its timed latency (H200, red-team case ``ghost_branch``)."""
+    ratios = [timed / traced for timed, traced in _timed_and_traced(latency_ms, kernel_sum_ms, kernel_span_ms)]
+    return float(statistics.median(ratios)) if ratios else None
+
+
+def _timed_and_traced(latency_ms, kernel_sum_ms, kernel_span_ms):
+    """[(timed latency, traced kernel time min(sum, span))] in ms, of the pairs whose traced call
+    ran a kernel."""
     pairs = [(t, min(a, b)) for t, a, b in zip(latency_ms, kernel_sum_ms, kernel_span_ms)]
-    ratios = [t / w for t, w in pairs if w > 0]
-    if not ratios:
+    return [(t, w) for t, w in pairs if w > 0]
+
+
+def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = PHASE_MIN_RATIO):
+    """(PHASE_MISMATCH or None, message): the timed calls against the traced calls of the same
+    inputs (``phase_ratio``; lists of ms, pair by pair).  A median ratio below ``threshold`` means
+    the timed calls ran less work than the traced ones (case ``phase_switch``: own kernels where
+    traced, other code where timed)."""
+    median = phase_ratio(latency_ms, kernel_sum_ms, kernel_span_ms)
+    if median is None or median >= threshold:
         return None, ""
-    median = statistics.median(ratios)
-    if median >= threshold:
-        return None, ""
-    timed, traced = next((t, w) for t, w in pairs if w > 0)
+    timed, traced = _timed_and_traced(latency_ms, kernel_sum_ms, kernel_span_ms)[0]
     return PHASE_MISMATCH, (f"on the same inputs the timed calls took {median:.2f}x the kernel time of the traced "
                             f"calls (first pair: {timed:.4f} ms vs {traced:.4f} ms)")
 
 
+def phase_verdict_by_trial(pairs_by_trial, threshold: float = PHASE_MIN_RATIO):
+    """(PHASE_MISMATCH or None, message): ``phase_verdict`` on each trial's own pairs, the first
+    trial that fails decides.  ``pairs_by_trial[t]`` is trial ``t``'s (timed latencies, kernel
+    sums, kernel spans), all ms, from its own CUPTI window on its own held inputs
+    (``headline.phase_pairs``); a trial without pairs (no window, no kernel) is not judged here.
+    Each trial is compared only with itself, so a workload whose cost differs between trials
+    (MoE at T = 1: a token hits local experts or not) cancels pair by pair, and a later trial
+    that times less work than its traced calls show (case ``split_later_trials``) fails at the
+    same threshold as trial 0."""
+    for t, pairs in enumerate(pairs_by_trial):
+        reason, message = phase_verdict(*pairs, threshold=threshold)
+        if reason is not None:
+            return reason, f"trial {t}: {message}"
+    return None, ""
+
+
 TRIAL_PHASE_THRESHOLD = 0.25
-"""A later trial whose median timed latency is below this fraction of the reference
-(the smaller of trial 0's median and the traced calls' kernel time, min(sum, span)) measured
-less work than ran: PHASE_MISMATCH.  The reference takes trial 0's median too because the traced
-calls are few (8): on a workload whose cost is bimodal (MoE at T = 1, where a token's experts are
-often none of the local ones) their kernel time can sit in the slow mode while every trial's
-median sits in the fast one (the DeepGEMM pipeline's honest trials read 0.45x of it on the H200,
-2026-12-02).  An honest trial's median falls to the other mode only when most of its iterations
-do, and the modes differ by less than 4x there."""
+"""The backstop across trials (``trial_phase_verdict``): a later trial whose median timed latency
+is below this fraction of the reference (the smaller of trial 0's median and trial 0's traced
+kernel time, min(sum, span)) measured less work than ran: PHASE_MISMATCH.  Every trial is also
+paired with its own traced calls (``phase_verdict_by_trial``, at ``PHASE_MIN_RATIO``); this bound
+compares *different* draws, so it stays loose: on a workload whose cost is bimodal (MoE at T = 1,
+where a token's experts are often none of the local ones) trial 0's few traced calls can sit in
+the slow mode while every trial's median sits in the fast one (the DeepGEMM pipeline's honest
+trials read 0.45x of it on the H200, 2026-12-02), and an honest trial's median falls to the other
+mode when most of its iterations do; the modes differ by less than 4x there."""
 
 
 def trial_phase_verdict(per_trial_ms, kernel_sum_ms: float, kernel_span_ms: float,
                         threshold: float = TRIAL_PHASE_THRESHOLD):
     """(PHASE_MISMATCH or None, message): every later trial's median latency (ms) against the
-    smaller of trial 0's and the traced calls' kernel time (ms).  ``phase_verdict`` judges trial
-    0 only, the trial the traced calls share inputs with; a clock fooled after it (red-team case
+    smaller of trial 0's median and trial 0's traced kernel time (``kernel_sum_ms``,
+    ``kernel_span_ms``: medians of its window, ms).  A backstop beside ``phase_verdict_by_trial``,
+    which pairs every trial with its own window: this one still bounds a later trial whose window
+    gave no pairs (a CUPTI error in that trial), and a clock fooled after trial 0 (red-team case
     ``held_side_stream``: a later trial's events missed a private stream's work, 1.3 µs against
-    200 µs of kernels) shows here."""
+    200 µs of kernels) shows here too."""
     if not per_trial_ms:
         return None, ""
     work = min(kernel_sum_ms, kernel_span_ms)

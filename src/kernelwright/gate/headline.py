@@ -12,6 +12,10 @@ turns them into per-trial medians and decides the headline:
   stream could not be held (no cuda-python, the call waits for the device), or as above.
 * ``cpu`` -- a perf_counter span (CPU runs).
 
+Every trial's CUPTI window traced a few calls on the inputs of that trial's own timed iterations;
+``ClockTrials`` keeps each window's kernel time and its pairs with the timed calls of the same
+inputs (``phase_pairs``), which PHASE_MISMATCH judges trial by trial.
+
 All times in milliseconds.
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from kernelwright.gate import guards
 
@@ -44,10 +48,23 @@ class Headline:
     notes: Dict[str, Any]
 
 
+class PhasePairs(NamedTuple):
+    """One trial's timed calls paired with its traced calls of the same inputs (ms, index by
+    index): the timed latency, the traced call's CUPTI kernel-duration sum and its
+    first-start-to-last-end span."""
+
+    timed: List[float]
+    kernel_sum: List[float]
+    kernel_span: List[float]
+
+
 @dataclass
 class ClockTrials:
-    """Per-trial medians of every clock of one evaluation."""
+    """Per-trial medians of every clock of one evaluation, and each trial's CUPTI window: its
+    median kernel sum and span and, with ``warmup`` known, its pairs with the timed calls
+    (``phase_pairs``)."""
 
+    warmup: Optional[int] = None      # timed iterations before the measured ones; None: no pairing
     clocks: List[str] = field(default_factory=list)
     timed: List[float] = field(default_factory=list)        # latency_ms medians (device, else eager)
     eager: List[float] = field(default_factory=list)
@@ -63,6 +80,9 @@ class ClockTrials:
     prerelease_copies: List[int] = field(default_factory=list)     # per held traced call: copies/memsets before the release
     hold_impostors: List[int] = field(default_factory=list)        # per traced call: kernels named like the hold, not the gate's
     cupti_held: List[bool] = field(default_factory=list)
+    kernel_sum: List[Optional[float]] = field(default_factory=list)    # per trial: median over its traced calls
+    kernel_span: List[Optional[float]] = field(default_factory=list)   # (None: the trial traced no call)
+    phase: List[PhasePairs] = field(default_factory=list)              # per trial: its timed/traced pairs
     hold_timeouts: int = 0
     hold_kind: Optional[str] = None
     hold_error: Optional[str] = None
@@ -99,10 +119,44 @@ class ClockTrials:
         self.prerelease_copies += [int(x) for x in (s.get("cupti_prerelease_copies") or [])]
         self.hold_impostors += [int(x) for x in (s.get("cupti_hold_records") or [])]
         self.cupti_held += [bool(x) for x in (s.get("cupti_held") or [])]
+        self._add_window(s)
         self.hold_timeouts += int(s.get("hold_timeouts") or 0)
         self.hold_kind = self.hold_kind or s.get("hold_kind")
         self.hold_error = self.hold_error or s.get("hold_error")
         return None
+
+    def _add_window(self, s: Mapping[str, Any]) -> None:
+        """One trial's CUPTI window: the medians of its traced calls' kernel sum and span (ms),
+        and its pairs with the trial's timed calls (none without ``warmup``)."""
+        sums, spans = list(s.get("kernel_sum_ms") or []), list(s.get("kernel_span_ms") or [])
+        self.kernel_sum.append(_median(sums))
+        self.kernel_span.append(_median(spans))
+        self.phase.append(phase_pairs(s, self.warmup) if self.warmup is not None else PhasePairs([], [], []))
+
+    def window(self, trial: int) -> Optional[Tuple[float, float]]:
+        """(median kernel sum, median kernel span) of trial ``trial``'s traced calls (ms), or None
+        where that trial traced no call."""
+        if trial >= len(self.kernel_sum) or self.kernel_sum[trial] is None or self.kernel_span[trial] is None:
+            return None
+        return self.kernel_sum[trial], self.kernel_span[trial]
+
+    def kernel_time_ms(self) -> Tuple[Optional[float], Optional[float]]:
+        """(kernel sum, kernel span) of a traced call, ms: the mean over the trials' windows of
+        their medians (as the latency is the mean over trials of their medians); None without a
+        window."""
+        sums = [x for x in self.kernel_sum if x is not None]
+        spans = [x for x in self.kernel_span if x is not None]
+        return _mean(sums), _mean(spans)
+
+    def phase_ratios(self) -> List[Optional[float]]:
+        """Per trial: its timed calls' median latency ratio to its traced calls' kernel time on
+        the same inputs (``guards.phase_ratio``; None where the trial has no pair)."""
+        return [guards.phase_ratio(*pairs) for pairs in self.phase]
+
+    def phase_mismatch(self) -> Tuple[Optional[str], str]:
+        """(PHASE_MISMATCH or None, message): every trial against its own traced calls
+        (``guards.phase_verdict_by_trial``)."""
+        return guards.phase_verdict_by_trial(self.phase)
 
     def decide(self, trusted: bool = False) -> Headline:
         """The headline clock and latency (see the module docstring).  An untrusted solution gets
@@ -174,10 +228,11 @@ class ClockTrials:
         return None
 
 
-def phase_pairs(s: Mapping[str, Any], warmup: int) -> Tuple[List[float], List[float], List[float]]:
-    """(timed, kernel sum, kernel span) of trial 0 paired by inputs: traced call j ran the inputs
-    of timed iteration ``warmup + j`` (``_TimingConversation``), and only iterations timed on the
-    headline's own clock pair up (a held iteration for device time)."""
+def phase_pairs(s: Mapping[str, Any], warmup: int) -> PhasePairs:
+    """(timed, kernel sum, kernel span) of one trial's samples ``s``, paired by inputs (ms): the
+    trial's traced call j ran the inputs of its own timed iteration ``warmup + j``
+    (``evaluate._TimingConversation`` serves them), and only iterations timed on the trial's
+    headline clock pair up (a held iteration for device time)."""
     by_iteration = dict(zip(s.get("latency_iters") or [], s.get("latency_ms") or []))
     timed, sums, spans = [], [], []
     for j, (ksum, kspan) in enumerate(zip(s.get("kernel_sum_ms") or [], s.get("kernel_span_ms") or [])):
@@ -186,7 +241,7 @@ def phase_pairs(s: Mapping[str, Any], warmup: int) -> Tuple[List[float], List[fl
             timed.append(latency)
             sums.append(ksum)
             spans.append(kspan)
-    return timed, sums, spans
+    return PhasePairs(timed, sums, spans)
 
 
 def graph_agreement(headline: Headline, graph_ms: Optional[float]) -> Tuple[Optional[float], Optional[str]]:
