@@ -101,11 +101,13 @@ def test_work_after_the_release_is_unmeasured_work():
     assert clocks.unmeasured_work(clocks.decide()) is None          # the eager events saw the work
 
 
-def test_phase_pairs_use_the_headline_clock_iterations_only():
-    s = {**_device_trial(), "kernel_sum_ms": [0.01] * 8, "kernel_span_ms": [0.02] * 8}
-    timed, sums, spans = phase_pairs(s, warmup=10)
-    assert len(timed) == 5 - 1 and sums == [0.01] * 4          # traced calls 0, 2, 4, 6 <-> held 10, 12, 14, 16
-    assert phase_pairs({**s, "latency_iters": []}, 10) == ([], [], [])
+def test_phase_pairs_pair_each_traced_call_with_its_drawn_iteration():
+    s = {**_device_trial(), "latency_ms": [0.1, 0.2, 0.3, 0.4, 0.5],
+         "kernel_sum_ms": [1.0, 2.0, 3.0, 4.0], "kernel_span_ms": [1.5, 2.5, 3.5, 4.5],
+         "cupti_timed_iters": [18, 12, 11, 16]}                # 11: not on the headline clock, unpaired
+    assert phase_pairs(s) == ([0.5, 0.2, 0.4], [1.0, 2.0, 4.0], [1.5, 2.5, 4.5])
+    assert phase_pairs({**s, "latency_iters": []}) == ([], [], [])
+    assert phase_pairs({**s, "cupti_timed_iters": []}) == ([], [], [])   # no draw, no pairs
 
 
 def test_graph_agreement_flags_device_time_far_below_the_replay():
@@ -316,14 +318,16 @@ def test_a_kernel_named_like_the_hold_is_unmeasured_work():
 
 # -- every trial paired with its own CUPTI window (PHASE_MISMATCH, docs/gate.md section 1) ----------
 
-def _traced_trial(held_ms, traced_ms, warmup=10):
+def _traced_trial(held_ms, traced_ms, warmup=10, drawn=None):
     """One trial's samples as the worker and the parent's records give them: held timed iterations
     warmup, warmup + 2, ... with latencies ``held_ms``, and a CUPTI window whose call j ran the
-    inputs of timed iteration warmup + j, with kernel time ``traced_ms[j]`` (sum = span)."""
+    inputs of timed iteration ``drawn[j]`` (the parent's draw; by default the first held ones),
+    with kernel time ``traced_ms[j]`` (sum = span)."""
     iters = [warmup + 2 * k for k in range(len(held_ms))]
+    drawn = iters[:len(traced_ms)] if drawn is None else list(drawn)
     return {**_device_trial(), "latency_ms": list(held_ms), "latency_iters": iters,
             "held_wall_ms": [max(held_ms) + 0.01] * len(held_ms), "held_span_ms": [max(held_ms) + 0.2] * len(held_ms),
-            "kernel_sum_ms": list(traced_ms), "kernel_span_ms": list(traced_ms)}
+            "kernel_sum_ms": list(traced_ms), "kernel_span_ms": list(traced_ms), "cupti_timed_iters": drawn}
 
 
 def _bimodal(slow_ms, fast_ms, modes):
@@ -333,20 +337,21 @@ def _bimodal(slow_ms, fast_ms, modes):
 
 def test_an_honest_bimodal_workload_passes_each_trials_own_pairing():
     # trial 0 mostly slow, trial 1 mostly fast (medians 3x apart), trial 2 mixed; within a trial
-    # every traced call ran the same inputs as the held iteration it pairs with (iterations
-    # 10, 12, 14, ...: traced calls 0, 2, 4, ...), so it sits in the same mode, slowed a little
+    # every traced call ran the same inputs as the held iteration drawn for it, so it sits in the
+    # same mode, slowed a little
     slow, fast = 0.060, 0.020
-    modes = {0: [1, 1, 0, 1, 1], 1: [0, 0, 1, 0, 0], 2: [1, 0, 1, 0, 0]}
-    clocks = ClockTrials(warmup=10)
+    modes = {0: [1, 1, 0, 1, 1, 0, 1, 1, 1], 1: [0, 0, 1, 0, 0, 1, 0, 0, 0], 2: [1, 0, 1, 0, 0, 1, 1, 0, 0]}
+    draws = {0: [26, 10, 14, 18, 12, 22, 20, 16], 1: [24, 12, 20, 14, 10, 16], 2: [22, 18, 26, 10, 12, 24]}
+    clocks = ClockTrials()
     for t in range(3):
         held = _bimodal(slow, fast, modes[t])
-        per_traced = [held[j // 2] if j % 2 == 0 else fast for j in range(8 if t == 0 else 6)]
-        assert clocks.add(_traced_trial(held, [1.04 * x for x in per_traced])) is None
+        per_traced = [held[(it - 10) // 2] for it in draws[t]]
+        assert clocks.add(_traced_trial(held, [1.04 * x for x in per_traced], drawn=draws[t])) is None
     h = clocks.decide()
     assert h.clock == "device"
     assert h.per_trial_ms[0] == pytest.approx(3 * h.per_trial_ms[1])
     assert clocks.phase_mismatch() == (None, "")
-    assert [len(p.timed) for p in clocks.phase] == [4, 3, 3]         # 8 and 6 traced calls: every even one paired
+    assert [len(p.timed) for p in clocks.phase] == [8, 6, 6]         # every traced call a held pair
     assert all(r == pytest.approx(1 / 1.04) for r in clocks.phase_ratios())
     # the backstop across trials (different draws) passes too: 3x is inside its 4x allowance
     assert guards.trial_phase_verdict(h.per_trial_ms, *clocks.window(0))[0] is None
@@ -355,9 +360,9 @@ def test_an_honest_bimodal_workload_passes_each_trials_own_pairing():
 def test_a_later_trial_timing_half_its_traced_work_is_phase_mismatch():
     # red-team case split_later_trials (H200: per trial [0.2055, 0.1127] ms): honest in trial 0,
     # then 90 of its 200 us on an unjoined private stream, except in the trial's own CUPTI window
-    clocks = ClockTrials(warmup=10)
-    clocks.add(_traced_trial([0.2055] * 5, [0.2010] * 8))
-    clocks.add(_traced_trial([0.1127] * 5, [0.2049] * 6))        # 0.55x its own traced kernel time
+    clocks = ClockTrials()
+    clocks.add(_traced_trial([0.2055] * 8, [0.2010] * 8))
+    clocks.add(_traced_trial([0.1127] * 8, [0.2049] * 6))        # 0.55x its own traced kernel time
     h = clocks.decide()
     reason, message = clocks.phase_mismatch()
     assert reason == guards.PHASE_MISMATCH
@@ -368,17 +373,17 @@ def test_a_later_trial_timing_half_its_traced_work_is_phase_mismatch():
 
 
 def test_a_trial_without_a_window_is_not_paired_and_the_kernel_time_averages_the_windows():
-    clocks = ClockTrials(warmup=10)
-    clocks.add(_traced_trial([0.2] * 5, [0.1] * 8))
+    clocks = ClockTrials()
+    clocks.add(_traced_trial([0.2] * 8, [0.1] * 8))
     clocks.add({**_device_trial(), "cupti_error": "RuntimeError: lost"})   # this trial's window failed
-    clocks.add(_traced_trial([0.2] * 5, [0.3] * 6))
+    clocks.add(_traced_trial([0.2] * 8, [0.3] * 6))
     assert clocks.window(1) is None and clocks.window(0) == (pytest.approx(0.1), pytest.approx(0.1))
     assert clocks.phase_ratios() == [pytest.approx(2.0), None, pytest.approx(0.2 / 0.3)]
     assert clocks.kernel_time_ms() == (pytest.approx(0.2), pytest.approx(0.2))
     assert clocks.phase_mismatch()[0] == guards.PHASE_MISMATCH          # trial 2: 0.67x
-    # without the warm-up the traced calls cannot be placed among the timed ones: no pairs
+    # without the parent's draw the traced calls cannot be placed among the timed ones: no pairs
     unpaired = ClockTrials()
-    unpaired.add(_traced_trial([0.1] * 5, [0.3] * 8))
+    unpaired.add({**_traced_trial([0.1] * 8, [0.3] * 8), "cupti_timed_iters": []})
     assert unpaired.phase_ratios() == [None] and unpaired.phase_mismatch() == (None, "")
 
 
@@ -389,7 +394,7 @@ def test_the_phase_check_rejects_a_later_trial_against_its_own_window():
     from kernelwright.gate.evaluate import _check_phases
 
     def judged(trials):
-        clocks = ClockTrials(warmup=10)
+        clocks = ClockTrials()
         for held, traced in trials:
             clocks.add(_traced_trial(held, traced))
         rejected = []
@@ -398,11 +403,42 @@ def test_the_phase_check_rejects_a_later_trial_against_its_own_window():
                              reject=lambda reason, message: rejected.append((reason, message)) or reason)
         return _check_phases(ev), rejected
 
-    stop, rejected = judged([([0.2055] * 5, [0.2010] * 8), ([0.1127] * 5, [0.2049] * 6)])
+    stop, rejected = judged([([0.2055] * 8, [0.2010] * 8), ([0.1127] * 8, [0.2049] * 6)])
     assert stop == guards.PHASE_MISMATCH and rejected[0][1].startswith("trial 1:")
-    stop, _ = judged([([0.060] * 5, [0.058] * 8), ([0.020] * 5, [0.019] * 6), ([0.060] * 5, [0.059] * 6)])
+    stop, _ = judged([([0.060] * 8, [0.058] * 8), ([0.020] * 8, [0.019] * 6), ([0.060] * 8, [0.059] * 6)])
     assert stop is None
     # a later trial far below trial 0 without a window of its own: the backstop still decides
-    clocks_trials = [([0.2] * 5, [0.2] * 8), ([0.001] * 5, [])]
+    clocks_trials = [([0.2] * 8, [0.2] * 8), ([0.001] * 8, [])]
     stop, rejected = judged(clocks_trials)
     assert stop == guards.PHASE_MISMATCH and rejected[0][1].startswith("trial 1 timed")
+
+
+def test_a_solution_honest_only_where_the_window_used_to_trace_is_phase_mismatch():
+    # a default trial: 25 held iterations 10, 12, ..., 58.  The solution counts its calls and is
+    # honest on timed iterations warmup..warmup + 7 (10..17) and in the traced calls, at 0.5x on
+    # every other timed iteration.  Paired by position (traced call j <-> iteration 10 + j) it
+    # would pass; paired with held iterations drawn after the loop it is PHASE_MISMATCH
+    import random
+
+    honest_ms, traced = 0.200, [0.195] * 6
+    held_iters = list(range(10, 60, 2))
+    attack = [honest_ms if it < 18 else 0.5 * honest_ms for it in held_iters]
+    positional = ClockTrials()
+    positional.add(_traced_trial(attack, traced, drawn=range(10, 16)))
+    assert positional.phase_mismatch() == (None, "")                  # the hole the draw closes
+    drawn = ClockTrials()
+    drawn.add(_traced_trial(attack, traced, drawn=[20, 34, 48, 26, 58, 12]))
+    reason, message = drawn.phase_mismatch()
+    assert reason == guards.PHASE_MISMATCH and "0.51x" in message
+    # over the parent's draws (6 of the 25): it passes only when 4 of the 6 land on its 4 honest
+    # held iterations (C(21, 2) / C(25, 6), about 0.1 %); an honest trial always passes
+    rng, escaped = random.Random(7), 0
+    for _ in range(200):
+        pick = rng.sample(held_iters, 6)
+        clocks = ClockTrials()
+        clocks.add(_traced_trial(attack, traced, drawn=pick))
+        escaped += clocks.phase_mismatch()[0] is None
+        honest = ClockTrials()
+        honest.add(_traced_trial([honest_ms] * 25, traced, drawn=pick))
+        assert honest.phase_mismatch() == (None, "")
+    assert escaped <= 4

@@ -1,5 +1,6 @@
 """The parent's side of the timing exchange (evaluate._TimingConversation): specs one at a time,
-in order; parent-drawn samples copied at ``done``; anything out of order recorded."""
+in order; parent-drawn samples copied at ``done``; the CUPTI window's held iterations drawn after
+the loop; anything out of order recorded."""
 from types import SimpleNamespace
 
 import torch
@@ -17,10 +18,14 @@ def _sets():
     return [{"inputs": [], "outputs": [torch.full((4,), float(s))]} for s in range(2)]
 
 
-def _run(talk, n):
+def _run(talk, n, base=100):
     for i in range(n):
-        assert talk({"step": "spec", "phase": "time", "i": i})["spec"] == 100 + i
+        assert talk({"step": "spec", "phase": "time", "i": i})["spec"] == base + i
         assert talk({"step": "done", "phase": "time", "i": i}) == {"step": "done"}
+
+
+def _cupti(talk, i):
+    return talk({"step": "spec", "phase": "cupti", "i": i}).get("spec")
 
 
 def test_in_order_exchange_copies_the_twin_and_the_drawn_samples():
@@ -48,14 +53,53 @@ def test_a_forged_or_skipped_step_is_recorded():
     assert talk.violations
 
 
-def test_every_trial_traces_the_inputs_of_its_own_timed_iterations():
-    # trial 1's CUPTI window runs on trial 1's specs: traced call i <-> its timed iteration warmup + i
+def test_every_trial_traces_the_inputs_of_its_own_drawn_held_iterations():
+    # trial 1's CUPTI window runs on trial 1's specs: traced call i <-> the held timed iteration
+    # the parent drew for it after the loop (even, past the warm-up), distinct, recorded in order
     ctx = _ctx()
     ctx.sample_plan, ctx.random_samples = [{3: 0}, {3: 0}], [1, 1]
     trial_1 = [200 + i for i in range(8)]
     talk = _TimingConversation(ctx, 1, _sets(), trial_1, with_graph=False)
-    assert [talk({"step": "spec", "phase": "cupti", "i": i})["spec"] for i in range(3)] == [202, 203, 204]
-    assert talk.last_spec_by_set[0] == 204 and not talk.violations
+    _run(talk, 8, base=200)
+    served = [_cupti(talk, i) for i in range(3)]
+    assert not talk.violations
+    assert sorted(talk.cupti_iters) == [2, 4, 6]                      # all three held iterations, once each
+    assert served == [trial_1[it] for it in talk.cupti_iters]
+    assert talk.last_spec_by_set[0] == served[-1]
+    samples, _ = talk.headline_samples({}, 2)
+    assert samples["cupti_timed_iters"] == talk.cupti_iters          # the parent's record pairs them
+    assert _cupti(talk, 3) is None and talk.violations                # no fourth held iteration
+
+
+def test_the_window_is_drawn_only_after_the_timed_loop():
+    talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
+    assert _cupti(talk, 0) is None and talk.violations and not talk.cupti_order   # before any iteration
+    talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
+    _run(talk, 7)                                                     # the last timed iteration not done
+    assert _cupti(talk, 0) is None and talk.violations and not talk.cupti_order
+    talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
+    _run(talk, 8)
+    assert _cupti(talk, 1) is None and talk.violations                # out of order
+    talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
+    _run(talk, 8)
+    assert _cupti(talk, 0) is not None and not talk.violations
+
+
+def test_the_drawn_iterations_are_not_the_first_after_the_warmup():
+    # a default trial (warm-up 10, 50 timed): 6 traced calls drawn among the 25 held iterations,
+    # not iterations 10..15 that a solution counting its calls could be honest on
+    ctx = _ctx(warmup=10, random_samples=0, twin=20)
+    draws = []
+    for _ in range(20):
+        talk = _TimingConversation(ctx, 0, _sets(), list(range(60)), with_graph=False)
+        _run(talk, 60, base=0)
+        assert [_cupti(talk, i) for i in range(6)] == talk.cupti_iters and not talk.violations
+        assert len(set(talk.cupti_iters)) == 6
+        assert all(it >= 10 and it % 2 == 0 for it in talk.cupti_iters)
+        draws.append(tuple(talk.cupti_iters))
+    assert len(set(draws)) > 1                                        # drawn, not fixed
+    assert any(it >= 20 for d in draws for it in d)
+    assert not all(set(d) <= set(range(10, 18)) for d in draws)
 
 
 def test_the_cupti_window_of_each_trial():
@@ -67,3 +111,7 @@ def test_the_cupti_window_of_each_trial():
     quick = GateConfig.preset("cpu", quick=True)
     assert [quick.cupti_window(t) for t in range(3)] == [3, 3, 3]
     assert [GateConfig(device="cpu", cupti_iterations=0).cupti_window(t) for t in range(3)] == [0, 0, 0]
+    # never more traced calls than held timed iterations: warm-up 2, timed 2..4 holds 2 and 4
+    tiny = GateConfig(device="cpu", warmup=2, iterations=3)
+    assert [tiny.cupti_window(t) for t in range(3)] == [2, 2, 2]
+    assert GateConfig(device="cpu", warmup=3, iterations=1).cupti_window(0) == 0

@@ -41,10 +41,10 @@ from kernelwright.trace import (
 
 # traced calls in the CUPTI window of every trial after the first (trial 0 makes
 # ``GateConfig.cupti_iterations``, 8 by default; each later trial's window pairs PHASE_MISMATCH on
-# that trial's own inputs): traced call i runs the inputs of timed iteration warmup + i, and six
-# consecutive timed iterations hold exactly three (``timing.HoldPolicy`` holds the even ones)
-# whatever the warm-up's parity, so a later trial gets three held pairs, a median that one odd
-# pair cannot move, for six calls: a tenth of a default trial's 60 calls
+# that trial's own inputs): traced call i runs the inputs of a held timed iteration the parent
+# draws after the trial's loop (``_TimingConversation``), so every traced call is a held pair: six
+# pairs (a median two odd pairs cannot move) drawn among a default trial's 25 held iterations, for
+# a tenth of its 60 calls
 LATER_TRIAL_CUPTI_ITERATIONS = 6
 
 
@@ -80,10 +80,12 @@ class GateConfig:
     required_matched_ratio: Optional[float] = None
 
     def cupti_window(self, trial: int) -> int:
-        """How many calls trial ``trial``'s CUPTI window traces, on the inputs of that trial's timed
-        iterations warmup + i: ``cupti_iterations`` in trial 0, at most
-        ``LATER_TRIAL_CUPTI_ITERATIONS`` in the later trials (0 everywhere when it is 0)."""
-        return self.cupti_iterations if trial == 0 else min(self.cupti_iterations, LATER_TRIAL_CUPTI_ITERATIONS)
+        """How many calls trial ``trial``'s CUPTI window traces, each on the inputs of a distinct
+        held timed iteration of that trial (drawn after its loop, ``_TimingConversation``):
+        ``cupti_iterations`` in trial 0, at most ``LATER_TRIAL_CUPTI_ITERATIONS`` in the later
+        trials, never more than the trial's held timed iterations (0 everywhere when it is 0)."""
+        window = self.cupti_iterations if trial == 0 else min(self.cupti_iterations, LATER_TRIAL_CUPTI_ITERATIONS)
+        return min(window, len(held_timed_iterations(self.warmup, self.warmup + self.iterations)))
 
     def tolerance_for(self, default: "Tolerance") -> "Tolerance":
         """``default`` (a definition's tolerance) with this run's overrides applied."""
@@ -529,6 +531,12 @@ class _Watch:
         return trace.model_copy(update={"evaluation": ev})
 
 
+def held_timed_iterations(warmup: int, count: int) -> List[int]:
+    """The timed iterations past the warm-up that ``timing.HoldPolicy`` holds (the even ones) of a
+    loop of ``count`` iterations: those a CUPTI window's traced calls are drawn from."""
+    return [i for i in range(warmup, count) if i % 2 == 0]
+
+
 def _time_message(ctx: "WorkloadContext", iterations: int, graph_iterations: int = 0, cupti_iters: int = 0,
                   profile_kernels: bool = False) -> Dict[str, Any]:
     """The ``time`` op: how many iterations (their specs follow one by one, _TimingConversation)
@@ -543,8 +551,12 @@ class _TimingConversation:
     iteration at a time, and at each ``done`` decides, with the parent's own randomness
     (``os.urandom``), whether to copy that iteration's outputs out of the shared buffers for a
     check.  The worker waits for the answer, so nothing in it runs while the copy is made, and
-    no call ever sees the inputs of a later iteration.  Out-of-order messages (a forged ``done``,
-    a skipped iteration) are recorded in ``violations``."""
+    no call ever sees the inputs of a later iteration.  At the first CUPTI spec, once the last
+    timed iteration is done (not before), it draws with the same randomness the order in which
+    the window re-runs the trial's held timed iterations (``cupti_iters``: traced call i ran the
+    inputs of timed iteration ``cupti_iters[i]``, PHASE_MISMATCH pairs them), so no call can know
+    while timed which of them will be traced.  Out-of-order messages (a forged ``done``, a
+    skipped iteration, a CUPTI spec asked before the loop ended) are recorded in ``violations``."""
 
     def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool,
                  sample: bool = True, plan: Optional[TimingPlan] = None):
@@ -559,6 +571,8 @@ class _TimingConversation:
         self.snapshots: Dict[int, List[torch.Tensor]] = {}        # timed iteration -> outputs
         self.graph_snapshots: Dict[int, List[torch.Tensor]] = {}  # graph replay -> outputs
         self.served = -1                                          # last timed spec handed out
+        self.cupti_order: List[int] = []                          # held timed iterations, in drawn order
+        self.cupti_iters: List[int] = []                          # traced call i -> its timed iteration
         self.done = -1                                            # last timed iteration finished
         self.violations: List[str] = []
         # the parent's own records: each buffer set's last spec (timed iteration i fills set
@@ -591,9 +605,24 @@ class _TimingConversation:
             elif phase == "graph" and i < len(self.graph_seeds):
                 answer["spec"] = self.graph_seeds[i]
                 self.last_spec_by_set[0] = answer["spec"]
-            elif phase in ("cupti", "profile"):
-                # the inputs of timed iteration warmup + i: on the GPU the traced call and the timed
-                # call of the same inputs are compared one to one (PHASE_MISMATCH)
+            elif phase == "cupti":
+                # the inputs of a held timed iteration drawn now, after the loop: on the GPU the
+                # traced call and the timed call of the same inputs are compared one to one
+                # (PHASE_MISMATCH, ``headline.phase_pairs``)
+                if self.done != len(self.specs) - 1:
+                    self.violations.append(f"spec of traced call {i} asked before the timed loop finished")
+                    return answer
+                if not self.cupti_order:
+                    held = held_timed_iterations(self.ctx.cfg.warmup, len(self.specs))
+                    self.cupti_order = random.SystemRandom().sample(held, len(held))
+                if i != len(self.cupti_iters) or i >= len(self.cupti_order):
+                    self.violations.append(f"spec of traced call {i} asked out of order "
+                                           f"({len(self.cupti_iters)} served of {len(self.cupti_order)})")
+                    return answer
+                self.cupti_iters.append(self.cupti_order[i])
+                answer["spec"] = self.specs[self.cupti_iters[i]]
+                self.last_spec_by_set[0] = answer["spec"]
+            elif phase == "profile":
                 answer["spec"] = self.specs[(self.ctx.cfg.warmup + i) % len(self.specs)]
                 self.last_spec_by_set[0] = answer["spec"]
             else:
@@ -670,6 +699,7 @@ class _TimingConversation:
         own["hold_timeouts"] = policy.timeouts if "held" in kinds else int(reported.get("hold_timeouts") or 0)
         own["min_launches"] = min(launches) if launches else None
         own["graph_latency_ms"] = [self.graph_samples[i] for i in sorted(self.graph_samples)]
+        own["cupti_timed_iters"] = list(self.cupti_iters)     # the parent's draw: phase_pairs pairs by it
         own.update(self.empty)
         differ = [k for k, v in own.items() if k in reported and not _same_samples(reported.get(k), v)]
         s.update(own)
@@ -762,7 +792,7 @@ def _evaluate(run: SolutionRun, ctx: WorkloadContext, watch: _Watch) -> Tuple[Tr
     if failed is not None:
         return failed, None
     ev = _Judging(run, ctx, watch, gate=GateReport(trials=ctx.cfg.trials), load=run.session.load_reply,
-                  clocks=ClockTrials(warmup=ctx.cfg.warmup))
+                  clocks=ClockTrials())
     for phase in _PHASES:
         stop = phase(ev)
         if stop is not None:
@@ -1194,7 +1224,8 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
     windows, the profiled call): a solution that runs other, faster code in its timed calls, or
     moves work off the clock after trial 0, shows timed calls faster than the kernels it ran
     where traced on the same inputs.  Every trial is judged against its own window (each pair:
-    timed iteration warmup + i of that trial and the traced call on the same spec, so the
+    traced call i and the held timed iteration of that trial the parent drew for it after the
+    loop, ``_TimingConversation.cupti_iters``, on the same spec, so the
     workload's own variance, e.g. MoE routing, cancels; ``ClockTrials.phase_mismatch``); then,
     as a backstop, every later trial's median against the smaller of trial 0's and trial 0's
     traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the

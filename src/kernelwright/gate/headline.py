@@ -12,9 +12,10 @@ turns them into per-trial medians and decides the headline:
   stream could not be held (no cuda-python, the call waits for the device), or as above.
 * ``cpu`` -- a perf_counter span (CPU runs).
 
-Every trial's CUPTI window traced a few calls on the inputs of that trial's own timed iterations;
-``ClockTrials`` keeps each window's kernel time and its pairs with the timed calls of the same
-inputs (``phase_pairs``), which PHASE_MISMATCH judges trial by trial.
+Every trial's CUPTI window traced a few calls on the inputs of held timed iterations of that trial,
+drawn by the parent after the trial's loop; ``ClockTrials`` keeps each window's kernel time and
+its pairs with the timed calls of the same inputs (``phase_pairs``), which PHASE_MISMATCH judges
+trial by trial.
 
 All times in milliseconds.
 """
@@ -61,10 +62,8 @@ class PhasePairs(NamedTuple):
 @dataclass
 class ClockTrials:
     """Per-trial medians of every clock of one evaluation, and each trial's CUPTI window: its
-    median kernel sum and span and, with ``warmup`` known, its pairs with the timed calls
-    (``phase_pairs``)."""
+    median kernel sum and span and its pairs with the timed calls (``phase_pairs``)."""
 
-    warmup: Optional[int] = None      # timed iterations before the measured ones; None: no pairing
     clocks: List[str] = field(default_factory=list)
     timed: List[float] = field(default_factory=list)        # latency_ms medians (device, else eager)
     eager: List[float] = field(default_factory=list)
@@ -127,11 +126,11 @@ class ClockTrials:
 
     def _add_window(self, s: Mapping[str, Any]) -> None:
         """One trial's CUPTI window: the medians of its traced calls' kernel sum and span (ms),
-        and its pairs with the trial's timed calls (none without ``warmup``)."""
+        and its pairs with the trial's timed calls (none without the parent's draw)."""
         sums, spans = list(s.get("kernel_sum_ms") or []), list(s.get("kernel_span_ms") or [])
         self.kernel_sum.append(_median(sums))
         self.kernel_span.append(_median(spans))
-        self.phase.append(phase_pairs(s, self.warmup) if self.warmup is not None else PhasePairs([], [], []))
+        self.phase.append(phase_pairs(s))
 
     def window(self, trial: int) -> Optional[Tuple[float, float]]:
         """(median kernel sum, median kernel span) of trial ``trial``'s traced calls (ms), or None
@@ -228,15 +227,17 @@ class ClockTrials:
         return None
 
 
-def phase_pairs(s: Mapping[str, Any], warmup: int) -> PhasePairs:
+def phase_pairs(s: Mapping[str, Any]) -> PhasePairs:
     """(timed, kernel sum, kernel span) of one trial's samples ``s``, paired by inputs (ms): the
-    trial's traced call j ran the inputs of its own timed iteration ``warmup + j``
-    (``evaluate._TimingConversation`` serves them), and only iterations timed on the trial's
-    headline clock pair up (a held iteration for device time)."""
+    trial's traced call j ran the inputs of its own timed iteration ``s["cupti_timed_iters"][j]``,
+    a held iteration the parent drew after the trial's loop (``evaluate._TimingConversation``
+    draws and serves them; no list, no pairs), and only iterations timed on the trial's headline
+    clock pair up (a held iteration whose hold released, for device time)."""
     by_iteration = dict(zip(s.get("latency_iters") or [], s.get("latency_ms") or []))
     timed, sums, spans = [], [], []
-    for j, (ksum, kspan) in enumerate(zip(s.get("kernel_sum_ms") or [], s.get("kernel_span_ms") or [])):
-        latency = by_iteration.get(warmup + j)
+    drawn = list(s.get("cupti_timed_iters") or [])
+    for it, ksum, kspan in zip(drawn, s.get("kernel_sum_ms") or [], s.get("kernel_span_ms") or []):
+        latency = by_iteration.get(it)
         if latency is not None:
             timed.append(latency)
             sums.append(ksum)

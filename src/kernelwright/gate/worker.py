@@ -1071,8 +1071,8 @@ class Harness:
         del graph
 
     def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
-        """The CUPTI window: ``cupti_iters`` calls on the inputs of timed iterations warmup + i,
-        held like the device-time iterations (while the hold lasts, so that the kernel span is
+        """The CUPTI window: ``cupti_iters`` calls, call i on the inputs the parent serves for it
+        (those of a held timed iteration it draws after the loop), held like the device-time iterations (while the hold lasts, so that the kernel span is
         device time and any kernel that starts before the release shows: ``cupti_prerelease``,
         counted from ``HOLD_EXIT_SPREAD_NS`` before the hold's end),
         with kernel and memory-copy activity recorded.  A hold that times out (a call that waits
