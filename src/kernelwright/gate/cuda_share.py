@@ -194,16 +194,12 @@ def share_tree(obj: Any, dup_fd: Callable[[int], Any]) -> Any:
         return {CUDA_VIEW: ids[key], "offset": t.data_ptr() - int(mapping.ptr),
                 "shape": list(t.shape), "dtype": t.dtype}
 
-    def walk(x: Any) -> Any:
+    def leaf(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and (x.is_cuda or x.untyped_storage().data_ptr() in _MAPPINGS):
             return record(x)
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return type(x)(walk(v) for v in x)
-        return x
+        return _KEEP
 
-    out = walk(obj)
+    out = _map_tree(obj, leaf)
     if allocations and isinstance(out, dict):
         out[CUDA_ALLOCATIONS] = allocations
     return out
@@ -227,19 +223,31 @@ def open_tree(obj: Any, fetch_fd: Callable[[Any], int]) -> Any:
         finally:
             os.close(fd)
 
-    def walk(x: Any) -> Any:
+    def leaf(x: Any) -> Any:
         if isinstance(x, dict) and CUDA_VIEW in x:
             mapping = mappings.get(x[CUDA_VIEW])
             if mapping is None:
                 raise ValueError(f"a CUDA view of allocation {x[CUDA_VIEW]!r}, which the message does not carry")
             return mapping.view(int(x["offset"]), [int(n) for n in x["shape"]], x["dtype"])
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return type(x)(walk(v) for v in x)
-        return x
+        return _KEEP
 
-    return walk(obj)
+    return _map_tree(obj, leaf)
+
+
+_KEEP = object()   # what a leaf function returns to let ``_map_tree`` descend
+
+
+def _map_tree(obj: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``obj`` rebuilt with ``leaf(x)`` in place of every node where it does not return
+    ``_KEEP``; dicts, lists and tuples are descended otherwise."""
+    done = leaf(obj)
+    if done is not _KEEP:
+        return done
+    if isinstance(obj, dict):
+        return {k: _map_tree(v, leaf) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map_tree(v, leaf) for v in obj)
+    return obj
 
 
 # storage data pointer -> the mapping that holds it (filled by _Mapping.view; an entry goes when

@@ -179,7 +179,7 @@ def paired_graph_seeds(specs: List[Any], warmup: int, count: int, fresh_seeds: L
     Unpaired, a routing-dependent call (MoE at T <= 16: the latency follows how many local
     experts the draw hits) read 29 us by device time against 69 us by graph replay on the H200
     (results/h200/2026-12-02-records).  Every input was already consumed by its timed call."""
-    held = [int(sp) for i, sp in enumerate(specs) if i >= warmup and i % 2 == 0 and isinstance(sp, int)]
+    held = [int(specs[i]) for i in held_timed_iterations(warmup, len(specs)) if isinstance(specs[i], int)]
     return (held + list(fresh_seeds))[:count]
 
 
@@ -533,8 +533,10 @@ class _Watch:
 
 def held_timed_iterations(warmup: int, count: int) -> List[int]:
     """The timed iterations past the warm-up that ``timing.HoldPolicy`` holds (the even ones) of a
-    loop of ``count`` iterations: those a CUPTI window's traced calls are drawn from."""
-    return [i for i in range(warmup, count) if i % 2 == 0]
+    loop of ``count`` iterations (a hold that never times out): those a CUPTI window's traced calls
+    are drawn from, and whose inputs the graph replays reuse."""
+    policy = T.HoldPolicy(True, warmup)
+    return [i for i in range(warmup, count) if policy.holds(i)]
 
 
 def _time_message(ctx: "WorkloadContext", iterations: int, graph_iterations: int = 0, cupti_iters: int = 0,

@@ -113,8 +113,8 @@ def quick_workloads() -> List[Workload]:
 # A token whose group or expert choice is within ROUTING_TIE_MARGIN of a tie (~80 fp32 ulps at 1.0)
 # may be routed the other way by a correct kernel (another sigmoid, another summation order): the
 # per-row bound skips it.  On the H200 (2026-12-02) the DeepGEMM pipeline and vLLM's fused_moe each
-# had one such row at T = 11948 and 14107 (row errors 0.54-1.0, whole-tensor 0.025); at T = 12000
-# about 24 tokens in 12000 have an expert margin under 1e-5, 2 under 1e-6.
+# had one such row at T = 11948 and 14107 (row errors 0.54-1.0, whole-tensor 0.025); at T = 11948,
+# 22-29 tokens are within 1e-5 of a tie, 0-3 within 1e-6 (experiments/moe_routing_margins.py).
 ROUTING_TIE_MARGIN = 1e-5
 
 
