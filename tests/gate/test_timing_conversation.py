@@ -115,3 +115,17 @@ def test_the_cupti_window_of_each_trial():
     tiny = GateConfig(device="cpu", warmup=2, iterations=3)
     assert [tiny.cupti_window(t) for t in range(3)] == [2, 2, 2]
     assert GateConfig(device="cpu", warmup=3, iterations=1).cupti_window(0) == 0
+
+
+def test_graph_and_profile_specs_are_served_only_after_the_timed_loop():
+    # graph seeds are trial 0's held timed iterations (paired_graph_seeds) and profile specs timed
+    # ones: served mid-loop they told a call the inputs of iterations still to come (red-team
+    # case spec_ahead: the first warm-up call precomputed every timed output and PASSED)
+    for phase in ("graph", "profile"):
+        talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=True)
+        _run(talk, 3)
+        assert "spec" not in talk({"step": "spec", "phase": phase, "i": 2})
+        assert talk.violations and "before the timed loop finished" in talk.violations[0]
+        talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=True)
+        _run(talk, 8)
+        assert "spec" in talk({"step": "spec", "phase": phase, "i": 0}) and not talk.violations

@@ -558,7 +558,8 @@ class _TimingConversation:
     the window re-runs the trial's held timed iterations (``cupti_iters``: traced call i ran the
     inputs of timed iteration ``cupti_iters[i]``, PHASE_MISMATCH pairs them), so no call can know
     while timed which of them will be traced.  Out-of-order messages (a forged ``done``, a
-    skipped iteration, a CUPTI spec asked before the loop ended) are recorded in ``violations``."""
+    skipped iteration, a CUPTI, graph or profile spec asked before the loop ended) are recorded in
+    ``violations``."""
 
     def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool,
                  sample: bool = True, plan: Optional[TimingPlan] = None):
@@ -604,6 +605,12 @@ class _TimingConversation:
                 self.served = i
                 answer["spec"] = self.specs[i]
                 self.last_spec_by_set[i % self.nsets] = answer["spec"]
+            elif phase in ("graph", "profile") and self.done != len(self.specs) - 1:
+                # after the loop only: graph seeds are trial 0's held timed iterations
+                # (``paired_graph_seeds``) and profile specs timed ones, so either asked early
+                # would tell a call the inputs of iterations still to come (case spec_ahead)
+                self.violations.append(f"spec of {phase} iteration {i} asked before the timed loop finished")
+                return answer
             elif phase == "graph" and i < len(self.graph_seeds):
                 answer["spec"] = self.graph_seeds[i]
                 self.last_spec_by_set[0] = answer["spec"]
