@@ -54,9 +54,9 @@ def memfd(monkeypatch):
     monkeypatch.setattr(cuda_share, "_Mapping", _MemfdMapping)
 
 
-def _through_the_pipe(message, peer):
+def _through_the_pipe(message, peer, mode="fd"):
     return cuda_share.open_tree(wire.safe_loads(bytes(ForkingPickler.dumps(message)), peer),
-                                lambda df: wire.fetch_fd(df, peer))
+                                lambda df: wire.fetch_fd(df, peer), mode)
 
 
 def test_buffers_cross_as_one_descriptor_and_come_back_as_views(memfd):
@@ -85,6 +85,13 @@ def test_a_view_of_an_allocation_the_message_does_not_carry_is_refused(memfd):
         _through_the_pipe(message, peer)
 
 
+def test_descriptors_in_a_message_of_an_ipc_run_are_refused(memfd):
+    (a,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
+    message = cuda_share.share_tree({"probe": torch.zeros(1).share_memory_(), "t": a}, DupFd)
+    with pytest.raises(cuda_share.UnexpectedDescriptors):
+        _through_the_pipe(message, wire.Peer(), mode="ipc")
+
+
 def test_a_cuda_tensor_outside_the_shareable_allocations_is_an_error():
     class Fake(torch.Tensor):
         is_cuda = True
@@ -97,3 +104,17 @@ def test_the_sharing_mode_is_ipc_unless_asked():
     assert cuda_share.sharing_mode("") == "ipc" and cuda_share.sharing_mode("FD") == "fd"
     with pytest.raises(ValueError, match="KERNELWRIGHT_CUDA_SHARING"):
         cuda_share.sharing_mode("shm")
+
+
+def test_one_deadline_covers_every_hand_over_of_a_message():
+    """A worker that answers each hand-over just inside the limit cannot stall the parent once
+    per handle: the second slow fetch of a message gets what is left of the first's deadline."""
+    import time
+
+    peer = wire.Peer()
+    peer.deadline = time.monotonic() + 0.3
+    assert wire._with_deadline(lambda: time.sleep(0.2) or 1, peer) == 1
+    started = time.monotonic()
+    with pytest.raises(wire.ForbiddenGlobal, match="did not hand over"):
+        wire._with_deadline(lambda: time.sleep(1.0) or 2, peer)
+    assert time.monotonic() - started < 0.5

@@ -80,9 +80,10 @@ class _Mapping:
 
     def __init__(self, handle, size: int, device: int):
         cu = _driver()
-        self.size, self.device, self.handle = size, device, handle
+        self.size, self.device, self.handle, self.ptr, self.mapped = size, device, handle, None, False
         self.ptr = _check(cu.cuMemAddressReserve(size, 0, 0, 0), "cuMemAddressReserve")
         _check(cu.cuMemMap(self.ptr, size, 0, handle, 0), "cuMemMap")
+        self.mapped = True
         access = cu.CUmemAccessDesc()
         access.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         access.location.id = device
@@ -125,10 +126,14 @@ class _Mapping:
         return t
 
     def __del__(self):
+        """Undo what ``__init__`` got to (a failed reserve or map still releases the handle:
+        an imported one would otherwise keep the worker's memory alive in the parent)."""
         try:
             cu = _driver()
-            cu.cuMemUnmap(self.ptr, self.size)
-            cu.cuMemAddressFree(self.ptr, self.size)
+            if self.mapped:
+                cu.cuMemUnmap(self.ptr, self.size)
+            if self.ptr is not None:
+                cu.cuMemAddressFree(self.ptr, self.size)
             cu.cuMemRelease(self.handle)
         except Exception:   # interpreter shutdown: the process's mappings go with it
             pass
@@ -205,16 +210,25 @@ def share_tree(obj: Any, dup_fd: Callable[[int], Any]) -> Any:
     return out
 
 
-def open_tree(obj: Any, fetch_fd: Callable[[Any], int]) -> Any:
+class UnexpectedDescriptors(ValueError):
+    """A worker message carried CUDA descriptors although the run shares CUDA buffers by "ipc"."""
+
+
+def open_tree(obj: Any, fetch_fd: Callable[[Any], int], mode: Optional[str] = None) -> Any:
     """Parent side: undo ``share_tree``.  ``fetch_fd(df)`` turns a ``DupFd`` into a descriptor
-    (``wire.fetch_fd``: this worker's sharer only, with a deadline).
+    (``wire.fetch_fd``: this worker's sharer only, with a deadline); ``mode``: the run's
+    ``sharing_mode`` (default: read now).
 
     Raises:
+        UnexpectedDescriptors: descriptors in a message of an "ipc" run (only a forged message
+            has them).
         ValueError: a view record that names no allocation of the message, or lies outside it.
         RuntimeError: a driver call failed (the descriptor is not a CUDA allocation).
     """
     if not isinstance(obj, dict) or CUDA_ALLOCATIONS not in obj:
         return obj
+    if sharing_mode(mode) != "fd":
+        raise UnexpectedDescriptors("a worker message carried CUDA descriptors, but CUDA buffers are shared by \"ipc\"")
     mappings: Dict[int, _Mapping] = {}
     for key, alloc in dict(obj.pop(CUDA_ALLOCATIONS)).items():
         fd = fetch_fd(alloc["fd"])

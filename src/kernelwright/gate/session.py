@@ -313,7 +313,7 @@ class WorkerSession:
                         continue
                     # CUDA buffers handed over as descriptors (gate/cuda_share.py, mode "fd")
                     return cuda_share.open_tree(reply, lambda df: wire.fetch_fd(df, self._peer))
-            except wire.ForbiddenGlobal as exc:
+            except (wire.ForbiddenGlobal, cuda_share.UnexpectedDescriptors) as exc:
                 self.kill()
                 return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
                         "error": f"the worker sent a message the gate does not unpickle: {exc}\n" + self.log_tail()}

@@ -18,8 +18,10 @@ strategy, whose handle names a manager socket, not at all).  Anything else raise
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import threading
+import time
 from typing import Any, FrozenSet, Optional, Tuple
 
 import torch
@@ -39,6 +41,9 @@ class Peer:
     def __init__(self) -> None:
         self.sharer_address: Any = None
         self.learning = True     # the first message (ready) teaches the address
+        # when the current message's hand-overs must be done (``safe_loads`` sets it): one
+        # deadline per message, so a message with K handles cannot stall the parent K times
+        self.deadline = math.inf
 
 
 _FETCH_DEADLINE_S = 30.0
@@ -63,8 +68,9 @@ def _sharer_reference(df: Any, peer: Peer) -> None:
         raise ForbiddenGlobal(f"a shared-memory handle at {address!r}, not this worker's resource sharer")
 
 
-def _with_deadline(fetch):
-    """``fetch()`` in a daemon thread, given ``_FETCH_DEADLINE_S``.
+def _with_deadline(fetch, peer: Peer):
+    """``fetch()`` in a daemon thread, given what is left of the message's deadline
+    (``Peer.deadline``, at most ``_FETCH_DEADLINE_S``).
 
     Raises:
         ForbiddenGlobal: the worker's resource sharer did not answer in time.
@@ -72,9 +78,9 @@ def _with_deadline(fetch):
     result: list = []
     worker = threading.Thread(target=lambda: result.append(fetch()), daemon=True)
     worker.start()
-    worker.join(_FETCH_DEADLINE_S)
+    worker.join(max(0.0, min(peer.deadline - time.monotonic(), _FETCH_DEADLINE_S)))
     if not result:
-        raise ForbiddenGlobal(f"the worker's resource sharer did not hand over a buffer within {_FETCH_DEADLINE_S:.0f} s")
+        raise ForbiddenGlobal(f"the worker's resource sharer did not hand over a buffer within the message's {_FETCH_DEADLINE_S:.0f} s")
     return result[0]
 
 
@@ -87,7 +93,7 @@ def fetch_fd(df: Any, peer: Peer) -> int:
         ForbiddenGlobal: not this worker's reference, or no answer in time.
     """
     _sharer_reference(df, peer)
-    return int(_with_deadline(df.detach))
+    return int(_with_deadline(df.detach, peer))
 
 
 def _guarded_rebuild_storage_fd(peer: Peer):
@@ -95,7 +101,7 @@ def _guarded_rebuild_storage_fd(peer: Peer):
 
     def rebuild(cls, df, size):
         _sharer_reference(df, peer)
-        return _with_deadline(lambda: rebuild_storage_fd(cls, df, size))
+        return _with_deadline(lambda: rebuild_storage_fd(cls, df, size), peer)
 
     return rebuild
 
@@ -143,6 +149,8 @@ def safe_loads(data: bytes, peer: Optional[Peer] = None) -> Any:
             handle that is not this worker's.
         pickle.UnpicklingError, EOFError, ...: a malformed message.
     """
+    if peer is not None:
+        peer.deadline = time.monotonic() + _FETCH_DEADLINE_S
     try:
         return _GateUnpickler(io.BytesIO(data), peer).load()
     finally:
