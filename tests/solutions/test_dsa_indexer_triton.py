@@ -236,9 +236,11 @@ def test_checker_rejects_wrong_selection():
 def test_register_caps(monkeypatch, fn, cap, max_pages, seq_lens, path):
     # A register cap (kernel.MAXNREG: Triton's maxnreg on that kernel's launches) changes the
     # build only: the same ids as without it (the interpreter accepts the option and ignores it).
-    assert kernel.MAXNREG == {}
     meta = {"num_warps": 4}
-    assert kernel.with_register_cap(fn, meta) is meta              # shipped: launches unchanged
+    shipped = kernel.MAXNREG.get(fn)
+    assert kernel.with_register_cap(fn, meta) == (dict(meta, maxnreg=shipped) if shipped else meta)
+    monkeypatch.setattr(kernel, "MAXNREG", {})
+    assert kernel.with_register_cap(fn, meta) is meta              # no cap: launches unchanged
     if path:
         _force_plan(monkeypatch, False, 2, 2)
     inputs = _inputs(2, max_pages, 160, seed=cap, device="cpu", seq_lens=seq_lens)
@@ -268,11 +270,12 @@ def test_tuning_harness_cap_variants():
     assert dsa.idx_variants(64, 64) == ([("maxnreg", short_rows._fused_kernel, c) for c in (128, 80)]
                                         + dsa.IDX_SWEEP[4096])
     assert dsa.idx_variants(64, 96)[:2] == [("maxnreg", short_rows._score_kernel, c) for c in (128, 96)]
-    label, undo = dsa.idx_override(32, 512, ("maxnreg", long_rows._score_kernel, 96))
-    assert label == "maxnreg 96 long_rows._score_kernel"
-    assert kernel.MAXNREG == {long_rows._score_kernel: 96} and kernel.FORCE_PATH is None
+    shipped = dict(kernel.MAXNREG)
+    label, undo = dsa.idx_override(32, 512, ("maxnreg", long_rows._score_kernel, 80))
+    assert label == "maxnreg 80 long_rows._score_kernel"
+    assert kernel.MAXNREG == {**shipped, long_rows._score_kernel: 80} and kernel.FORCE_PATH is None
     undo()
-    assert kernel.MAXNREG == {}
+    assert kernel.MAXNREG == shipped
 
 
 # ----------------------------------------------------------------------------------------------

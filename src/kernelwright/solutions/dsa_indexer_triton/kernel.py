@@ -41,12 +41,15 @@ LONG_ROW_MIN_PAGES = 256
 FORCE_PATH = None       # None: path_for's dispatch; "short_rows" / "long_rows": that path at every
                         # width wider than topk (experiments comparing the two paths)
 _PATHS = {"short_rows": short_rows.launches, "long_rows": long_rows.launches}
-# Register caps per thread (Triton's maxnreg compile option), for experiments: {kernel (one of
-# this solution's @triton.jit functions): cap} applies to every launch of that kernel; empty (the
-# shipped solution): the registers ptxas chooses.  Not part of the launch-cache key: a change
-# takes effect on calls through _launch, or after _entries.clear().  Offline register counts and
-# what caps give: docs/kernels/indexer.md, "Registers and occupancy".
-MAXNREG = {}
+# Register caps per thread (Triton's maxnreg compile option): {kernel (one of this solution's
+# @triton.jit functions): cap} applies to every launch of that kernel; a kernel not named gets the
+# registers ptxas chooses.  The long-row score kernel at 96 (5 programs per SM instead of 3) and
+# the fused short-row kernel at 128 (2 instead of 1): by device time 8-10 % faster at 16K-32K
+# tokens and 6 % at 4K over the serving envelope, the rest unchanged (gate A/B on the H200,
+# results/h200/2026-12-02-records-4/idx-caps-ab-sweep; docs/kernels/indexer.md, "Registers and
+# occupancy").  Not part of the launch-cache key: a change takes effect on calls through
+# _launch, or after _entries.clear().
+MAXNREG = {long_rows._score_kernel: 96, short_rows._fused_kernel: 128}
 
 
 def path_for(max_pages: int, page_size: int, topk: int) -> str:
