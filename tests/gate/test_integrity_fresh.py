@@ -244,3 +244,64 @@ def test_the_parent_rejects_an_evaluation_whose_definition_was_not_snapshotted()
     trace = evaluate(SolutionRun(LoadedSession([f"definition {demo.base_name}: TypeError: x"])), ctx)
     assert not trace.passed and trace.evaluation.gate.reasons == [guards.INTEGRITY_INCOMPLETE]
     assert "misses this definition" in trace.evaluation.log
+
+
+# -- shared inputs: what sets the cost is the same for every candidate of a run ------------------
+@pytest.fixture(scope="module")
+def moe():
+    from kernelwright import definitions
+
+    b = definitions.get("moe").quick_variant()
+    return b, b.quick_workloads()[1]
+
+
+def test_a_shared_spec_takes_the_shared_inputs_from_the_shared_seed(moe):
+    from kernelwright.inputs import make_generator
+
+    b, w = moe
+    dev = torch.device("cpu")
+    own, mixed = fresh.expand(b, w, 11, dev), fresh.expand(b, w, fresh.shared_spec(11, 5), dev)
+    routing = b.make_shared_inputs(b.definition, w, make_generator(5, dev), dev)
+    assert set(b.shared_inputs) == {"routing_logits", "routing_bias"} == set(routing)
+    for name in b.shared_inputs:
+        assert torch.equal(mixed[name], routing[name]) and not torch.equal(mixed[name], own[name])
+    for name in set(own) - set(b.shared_inputs):
+        same = torch.equal(own[name], mixed[name]) if isinstance(own[name], torch.Tensor) else own[name] == mixed[name]
+        assert same, name
+    # a twin whose base is a shared spec: the base's inputs, one block of the target changed
+    twin_spec = [fresh.shared_spec(11, 5), 99, "hidden_states", 3, 10]
+    twin = fresh.expand(b, w, twin_spec, dev)
+    assert torch.equal(twin["routing_logits"], routing["routing_logits"])
+    changed = (twin["hidden_states"].view(torch.uint8).view(-1) != mixed["hidden_states"].view(torch.uint8).view(-1))
+    assert changed.any() and not changed[:3].any() and not changed[13:].any()
+    assert fresh.is_twin(twin_spec) and not fresh.is_twin(fresh.shared_spec(1, 2)) and not fresh.is_twin(7)
+    assert hash(fresh.key(twin_spec)) == hash(fresh.key([["shared", 11, 5], 99, "hidden_states", 3, 10]))
+
+
+def test_a_shared_spec_needs_shared_inputs(demo):
+    b, w = demo
+    with pytest.raises(ValueError, match="no shared inputs"):
+        fresh.expand(b, w, fresh.shared_spec(1, 2), torch.device("cpu"))
+
+
+def test_candidates_share_the_cost_inputs_and_nothing_else(moe, demo):
+    from kernelwright.gate.evaluate import GateConfig, WorkloadContext, held_timed_iterations
+
+    b, w = moe
+    cfg = GateConfig(device="cpu", warmup=2, iterations=6, trials=2, graph_iterations=2)
+    ctx = WorkloadContext(b, w, cfg)
+    assert ctx.shares_cost_inputs
+    one, two = ctx.plan_for("a:1"), ctx.plan_for("b:2")
+    for t in range(cfg.trials):
+        for s1, s2 in zip(one.timing_seeds[t], two.timing_seeds[t]):
+            assert s1[0] == s2[0] == fresh.SHARED and s1[2] == s2[2] and s1[1] != s2[1]
+        assert len({s[2] for s in one.timing_seeds[t]}) == len(one.timing_seeds[t])   # fresh every iteration
+    assert one.timing_seeds[0][0][2] != one.timing_seeds[1][0][2]                      # and every trial
+    # the graph replays run on trial 0's held iterations, shared specs included
+    held = [one.timing_specs[0][i] for i in held_timed_iterations(cfg.warmup, len(one.timing_specs[0]))
+            if not fresh.is_twin(one.timing_specs[0][i])]
+    assert one.graph_seeds == held[:cfg.graph_iterations] and one.graph_seeds[0][0] == fresh.SHARED
+    # a definition without shared inputs keeps plain seeds, one set per candidate
+    d, dw = demo
+    plain = WorkloadContext(d, dw, cfg)
+    assert not plain.shares_cost_inputs and all(isinstance(s, int) for s in plain.plan_for("a:1").timing_seeds[0])

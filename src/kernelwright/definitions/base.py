@@ -211,6 +211,13 @@ class BuiltinDefinition:
     # False: no reduced-size variant exists (a definition from a JSON file): ``quick_variant`` is
     # the definition itself, and ``--quick`` reduces only the iteration counts
     has_quick: bool = True
+    # inputs whose values set a call's cost (MoE: the routing, which decides how many experts'
+    # weights a token streams), and the function that makes just them (same signature as
+    # ``make_inputs``): each timed iteration draws them from a seed that every candidate of a run
+    # shares, the other inputs from the candidate's own (gate/fresh.py, "shared" specs), so that
+    # candidates are timed on the same costs and still never on the same inputs
+    shared_inputs: Tuple[str, ...] = ()
+    make_shared_inputs: Optional[InputMaker] = None
 
     @property
     def locator(self) -> str:

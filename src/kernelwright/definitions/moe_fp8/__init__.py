@@ -39,6 +39,16 @@ def make_inputs(definition: Definition, workload: Workload, gen: torch.Generator
     return out
 
 
+def make_routing_inputs(definition: Definition, workload: Workload, gen: torch.Generator,
+                        device: torch.device) -> Dict[str, Any]:
+    """The routing inputs alone, as ``make_inputs`` synthesises them: routing_logits [T, 256] fp32
+    and routing_bias [256] bf16 (the definition's shared inputs: they set how many local experts'
+    weights a call streams)."""
+    axes = definition.axis_values(workload.axes)
+    return {"routing_logits": synth_routing_logits(axes["seq_len"], axes["num_experts"], gen, device),
+            "routing_bias": synth_routing_bias(axes["num_experts"], gen, device)}
+
+
 def local_pairs(inputs: Mapping[str, Any]) -> tuple:
     """(token, local expert) pairs and active local experts that the routing selects."""
     topk_idx, _ = reference.deepseek_v3_routing(
@@ -146,4 +156,8 @@ BUILTIN = BuiltinDefinition(
     roofline=roofline,
     regime=regime,
     regimes_order=["decode T<=128", "mid 128<T<=4096", "prefill T>4096"],
+    # at T <= 16 the cost follows the routing (one token reaches no local expert in about half the
+    # draws, about two in the rest): every candidate is timed on the same routings
+    shared_inputs=("routing_logits", "routing_bias"),
+    make_shared_inputs=make_routing_inputs,
 )
