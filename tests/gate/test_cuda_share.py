@@ -100,8 +100,18 @@ def test_a_cuda_tensor_outside_the_shareable_allocations_is_an_error():
         cuda_share.share_tree({"t": torch.zeros(2).as_subclass(Fake)}, DupFd)
 
 
-def test_the_sharing_mode_is_ipc_unless_asked():
-    assert cuda_share.sharing_mode("") == "ipc" and cuda_share.sharing_mode("FD") == "fd"
+def test_the_sharing_mode_is_fd_where_the_driver_bindings_import(monkeypatch):
+    assert cuda_share.sharing_mode("IPC") == "ipc" and cuda_share.sharing_mode("FD") == "fd"
+    monkeypatch.setattr(cuda_share, "_default_mode", lambda: "fd")
+    assert cuda_share.sharing_mode("") == "fd"
+    monkeypatch.delenv(cuda_share.MODE_ENV, raising=False)
+    assert cuda_share.sharing_mode() == "fd"
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.undo()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cuda.bindings" else real(name, *a))
+    assert cuda_share._default_mode() == "ipc"
     with pytest.raises(ValueError, match="KERNELWRIGHT_CUDA_SHARING"):
         cuda_share.sharing_mode("shm")
 
@@ -118,3 +128,14 @@ def test_one_deadline_covers_every_hand_over_of_a_message():
     with pytest.raises(wire.ForbiddenGlobal, match="did not hand over"):
         wire._with_deadline(lambda: time.sleep(1.0) or 2, peer)
     assert time.monotonic() - started < 0.5
+
+
+def test_a_message_with_two_allocations_is_refused(memfd):
+    """Two descriptors would map one allocation at two addresses, aliasing buffers the parent's
+    address checks see apart: a message carries at most one allocation."""
+    (a,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
+    (b,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
+    message = cuda_share.share_tree({"probe": torch.zeros(1).share_memory_(), "t": [a, b]}, DupFd)
+    assert len(message[cuda_share.CUDA_ALLOCATIONS]) == 2
+    with pytest.raises(cuda_share.UnexpectedDescriptors, match="2 CUDA allocations"):
+        _through_the_pipe(message, wire.Peer())

@@ -6,6 +6,7 @@ import os
 import time
 
 import pytest
+import torch
 
 import kernelwright
 from kernelwright.gate import guards
@@ -297,3 +298,61 @@ def test_phase_ratio_is_the_median_over_pairs_that_traced_a_kernel():
     ok = guards.PHASE_MIN_RATIO * 1.01
     assert guards.phase_verdict([ok], [1.0], [1.0])[0] is None
     assert guards.phase_verdict([guards.PHASE_MIN_RATIO * 0.99], [1.0], [1.0])[0] == guards.PHASE_MISMATCH
+
+
+# -- the buffer sets of an alloc reply ------------------------------------------------------------
+_IN_META = [("x", [2, 8], "bfloat16"), ("eps", None, "float32"), ("w", [8], "bfloat16")]
+_OUT_META = [("y", [2, 8], "bfloat16")]
+
+
+def _honest_sets(count=2):
+    return [{"inputs": [torch.zeros(2, 8, dtype=torch.bfloat16), torch.zeros(8, dtype=torch.bfloat16)],
+             "outputs": [torch.zeros(2, 8, dtype=torch.bfloat16)]} for _ in range(count)]
+
+
+def _problem(sets, count=2):
+    return guards.buffer_sets_problem(sets, count, _IN_META, _OUT_META, torch.device("cpu"))
+
+
+def test_honest_buffer_sets_have_no_problem():
+    assert _problem(_honest_sets()) is None
+
+
+def test_buffer_sets_sharing_memory_are_a_problem():
+    across = _honest_sets()
+    across[1]["outputs"][0] = across[0]["outputs"][0]                 # one output in two sets
+    assert "share memory" in _problem(across)
+    within = _honest_sets()
+    within[0]["outputs"][0] = within[0]["inputs"][0]                  # an output that is an input
+    assert "share memory" in _problem(within)
+    overlap = _honest_sets()
+    flat = torch.zeros(40, dtype=torch.bfloat16)
+    overlap[0]["inputs"][0], overlap[0]["outputs"][0] = flat[:16].view(2, 8), flat[15:31].view(2, 8)
+    assert "share memory" in _problem(overlap)                        # one element in common
+
+
+def test_adjacent_views_of_one_allocation_are_not_sharing():
+    sets = _honest_sets()
+    flat = torch.zeros(32, dtype=torch.bfloat16)
+    sets[0]["inputs"][0], sets[0]["outputs"][0] = flat[:16].view(2, 8), flat[16:].view(2, 8)
+    assert _problem(sets) is None
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda s: s.pop(), "expected 2 buffer sets"),
+    (lambda s: s[0]["inputs"].pop(), "not a list of 2 tensors"),
+    (lambda s: s[0].__setitem__("extra", []), "not an inputs/outputs record"),
+    (lambda s: s[1]["outputs"].__setitem__(0, torch.zeros(2, 8, dtype=torch.float32)), "expected bfloat16"),
+    (lambda s: s[1]["inputs"].__setitem__(1, torch.zeros(9, dtype=torch.bfloat16)), "expected bfloat16 [8]"),
+    (lambda s: s[0]["inputs"].__setitem__(0, torch.zeros(8, 2, dtype=torch.bfloat16).t()), "not contiguous"),
+    (lambda s: s[0]["outputs"].__setitem__(0, torch.zeros(2, 8, dtype=torch.bfloat16).as_subclass(_Sub)),
+     "not a plain tensor"),
+])
+def test_malformed_buffer_sets_are_a_problem(damage, words):
+    sets = _honest_sets()
+    damage(sets)
+    assert words in _problem(sets)
+
+
+class _Sub(torch.Tensor):
+    pass

@@ -10,8 +10,10 @@ descriptor over through the worker's multiprocessing resource sharer, as CPU sha
 is (``wire.fetch_fd``: only from this worker's sharer, with a deadline); the parent imports and maps
 it (``cuMemImportFromShareableHandle``, ``cuMemMap``) and views the tensors at their offsets.  A
 descriptor is passed explicitly, so no uid or namespace check stands in its way (CUDA driver API,
-"Virtual Memory Management": shareable handles).  Whether the H200's driver agrees is what
-``experiments/cuda_fd_share_probe.py`` measures; until it has, "ipc" stays the default.
+"Virtual Memory Management": shareable handles).  On the H200 (driver 580) the descriptor imports
+as another uid and from another PID namespace, where legacy IPC fails
+(``experiments/cuda_fd_share_probe.py``, results/h200/2026-12-02-records-4): "fd" is the default
+wherever ``cuda.bindings`` imports.
 
 On the wire a message carries ``{CUDA_ALLOCATIONS: {id: {"fd": DupFd, "size": bytes, "device": i}}}``
 and, where a tensor was, ``{CUDA_VIEW: id, "offset": bytes, "shape": [...], "dtype": torch.dtype}``
@@ -36,15 +38,26 @@ _ids = itertools.count(1)
 
 
 def sharing_mode(value: Optional[str] = None) -> str:
-    """'ipc' (torch's legacy CUDA IPC, the default) or 'fd' (``$KERNELWRIGHT_CUDA_SHARING``).
+    """'fd' or 'ipc' (``$KERNELWRIGHT_CUDA_SHARING``); unset: 'fd' where the driver API's Python
+    bindings (``cuda.bindings``) import, 'ipc' otherwise.
 
     Raises:
         ValueError: any other value.
     """
-    mode = (value if value is not None else os.environ.get(MODE_ENV, "")).strip().lower() or "ipc"
+    mode = (value if value is not None else os.environ.get(MODE_ENV, "")).strip().lower() or _default_mode()
     if mode not in MODES:
         raise ValueError(f"{MODE_ENV}={mode!r}: expected one of {', '.join(MODES)}")
     return mode
+
+
+def _default_mode() -> str:
+    """'fd' when ``cuda.bindings`` can be imported (the descriptor path needs the driver API)."""
+    import importlib.util
+
+    try:
+        return "fd" if importlib.util.find_spec("cuda.bindings") is not None else "ipc"
+    except (ImportError, ValueError):   # no ``cuda`` package at all
+        return "ipc"
 
 
 def _driver():
@@ -211,7 +224,10 @@ def share_tree(obj: Any, dup_fd: Callable[[int], Any]) -> Any:
 
 
 class UnexpectedDescriptors(ValueError):
-    """A worker message carried CUDA descriptors although the run shares CUDA buffers by "ipc"."""
+    """A worker message carried CUDA descriptors it should not: any while the run shares CUDA
+    buffers by "ipc", or more than one allocation (an honest worker allocates each message's
+    buffers in one; two descriptors of one allocation would map the same memory at two addresses,
+    aliasing buffers that the parent's address checks see apart)."""
 
 
 def open_tree(obj: Any, fetch_fd: Callable[[Any], int], mode: Optional[str] = None) -> Any:
@@ -220,8 +236,8 @@ def open_tree(obj: Any, fetch_fd: Callable[[Any], int], mode: Optional[str] = No
     ``sharing_mode`` (default: read now).
 
     Raises:
-        UnexpectedDescriptors: descriptors in a message of an "ipc" run (only a forged message
-            has them).
+        UnexpectedDescriptors: descriptors in a message of an "ipc" run, or more than one
+            allocation in a message (only a forged message has them).
         ValueError: a view record that names no allocation of the message, or lies outside it.
         RuntimeError: a driver call failed (the descriptor is not a CUDA allocation).
     """
@@ -229,8 +245,11 @@ def open_tree(obj: Any, fetch_fd: Callable[[Any], int], mode: Optional[str] = No
         return obj
     if sharing_mode(mode) != "fd":
         raise UnexpectedDescriptors("a worker message carried CUDA descriptors, but CUDA buffers are shared by \"ipc\"")
+    allocations = dict(obj.pop(CUDA_ALLOCATIONS))
+    if len(allocations) > 1:
+        raise UnexpectedDescriptors(f"a worker message carried {len(allocations)} CUDA allocations, not one")
     mappings: Dict[int, _Mapping] = {}
-    for key, alloc in dict(obj.pop(CUDA_ALLOCATIONS)).items():
+    for key, alloc in allocations.items():
         fd = fetch_fd(alloc["fd"])
         try:
             mappings[key] = _Mapping.import_fd(fd, int(alloc["size"]), int(alloc["device"]))

@@ -135,20 +135,24 @@ class TimingPlan:
     checked.  Every seed mixes the run's nonce with ``candidate``."""
 
     candidate: str
-    timing_seeds: List[List[int]]
+    timing_seeds: List[List[Any]]
     timing_specs: List[List[Any]]
     twins: List[Optional[int]]
     sample_plan: List[Dict[int, int]]
     random_samples: List[int]
-    graph_seeds: List[int]
+    graph_seeds: List[Any]
     graph_plan: Dict[int, int]
 
     @classmethod
     def draw(cls, ctx: "WorkloadContext", candidate: str) -> "TimingPlan":
         cfg = ctx.cfg
-        base = (cfg.salt, cfg.split, ctx.workload.uuid, cfg.nonce) + ((candidate,) if candidate else ())
+        run = (cfg.salt, cfg.split, ctx.workload.uuid, cfg.nonce)
+        base = run + ((candidate,) if candidate else ())
         n = cfg.warmup + cfg.iterations
         seeds_all = [[seed_for(*base, "iter", t, i) for i in range(n)] for t in range(cfg.trials)]
+        if ctx.shares_cost_inputs:
+            seeds_all = [[fresh.shared_spec(seed, seed_for(*run, "shared", t, i)) for i, seed in enumerate(seeds)]
+                         for t, seeds in enumerate(seeds_all)]
         rng = random.Random(seed_for(*base, "samples"))
         k = min(cfg.samples_per_trial, cfg.iterations) if cfg.guards else 0
         specs_all, twins, plan, random_samples = [], [], [], []
@@ -172,14 +176,15 @@ class TimingPlan:
         return cls(candidate, seeds_all, specs_all, twins, plan, random_samples, graph_seeds, graph_plan)
 
 
-def paired_graph_seeds(specs: List[Any], warmup: int, count: int, fresh_seeds: List[int]) -> List[int]:
-    """The graph replays' inputs: the inputs of trial 0's held timed iterations (even indices past
-    the warm-up, ``timing.HoldPolicy``; a twin iteration's spec is not a seed and is skipped), so
-    that DEVICE_GRAPH_MISMATCH compares the two clocks on the same draws, then ``fresh_seeds``.
+def paired_graph_seeds(specs: List[Any], warmup: int, count: int, fresh_seeds: List[int]) -> List[Any]:
+    """The graph replays' inputs: the specs of trial 0's held timed iterations (even indices past
+    the warm-up, ``timing.HoldPolicy``; a twin iteration is skipped), so that
+    DEVICE_GRAPH_MISMATCH compares the two clocks on the same draws, then ``fresh_seeds``.
     Unpaired, a routing-dependent call (MoE at T <= 16: the latency follows how many local
     experts the draw hits) read 29 us by device time against 69 us by graph replay on the H200
     (results/h200/2026-12-02-records).  Every input was already consumed by its timed call."""
-    held = [int(specs[i]) for i in held_timed_iterations(warmup, len(specs)) if isinstance(specs[i], int)]
+    held = [specs[i] if not isinstance(specs[i], int) else int(specs[i])
+            for i in held_timed_iterations(warmup, len(specs)) if not fresh.is_twin(specs[i])]
     return (held + list(fresh_seeds))[:count]
 
 
@@ -228,11 +233,21 @@ class WorkloadContext:
         self.nsets = max(2, cfg.buffer_sets)
         self._plans: Dict[str, "TimingPlan"] = {}
 
+    @property
+    def shares_cost_inputs(self) -> bool:
+        """Whether timed iterations draw the definition's ``shared_inputs`` from seeds all
+        candidates share (none of them fixed by the workload, which would keep them the same
+        anyway)."""
+        names = self.builtin.shared_inputs
+        return bool(names) and self.builtin.make_shared_inputs is not None and not set(names) & set(self.fixed)
+
     def plan_for(self, candidate: str) -> "TimingPlan":
         """The timed inputs of one candidate on this workload (``TimingPlan``): drawn from the
         run's nonce and the candidate's identity, so no two candidates of a run are timed on the
-        same inputs and none can replay another's recorded outputs (issue 22, class 4).  The
-        correctness trials and their references stay shared (``trials``)."""
+        same inputs and none can replay another's recorded outputs (issue 22, class 4); only the
+        definition's ``shared_inputs`` (what sets the cost) come from the run's seeds
+        (``shares_cost_inputs``).  The correctness trials and their references stay shared
+        (``trials``)."""
         if candidate not in self._plans:
             self._plans[candidate] = TimingPlan.draw(self, candidate)
         return self._plans[candidate]
@@ -518,6 +533,8 @@ class _Watch:
         perf = measured or ev.performance
         if perf is not None:
             gate.notes["measured_latency_ms"] = perf.latency_ms
+            if perf.eager_latency_ms is not None:
+                gate.notes["measured_eager_latency_ms"] = perf.eager_latency_ms
             gate.notes["measured_latency_samples_ms"] = perf.latency_samples_ms
         message = f"replaced in the worker: {(self.timer + self.other)[:12]}\n"
         gate.detail = clip(message, DETAIL_WIDTH)
@@ -846,13 +863,22 @@ def _check_load(ev: _Judging) -> Optional[Trace]:
 
 
 def _allocate_buffers(ev: _Judging) -> Optional[Trace]:
-    """The worker allocates the shared buffer sets; the thread and child counts at load are kept
-    for the checks after each call."""
+    """The worker allocates the shared buffer sets, which must be what was asked, none sharing
+    memory with another (``guards.buffer_sets_problem``), and, with the guards, the worker's own
+    reply (``_out_of_step``); the thread and child counts at load are kept for the checks after
+    each call."""
     ctx = ev.ctx
     reply = ev.watch.request({"op": "alloc", "sets": ctx.nsets, "samples": 0,
                               "inputs": ctx.input_meta, "outputs": ctx.output_meta}, ev.session.timeouts.alloc_s)
     if not reply.get("ok"):
         return ev.failed(reply)
+    problem = guards.buffer_sets_problem(reply.get("sets"), ctx.nsets, ctx.input_meta, ctx.output_meta, ctx.device)
+    if problem is not None:
+        return ev.reject(guards.GATE_TAMPERED, f"the worker's alloc reply: {problem}")
+    if ev.cfg.guards:
+        stop = _out_of_step(ev)
+        if stop is not None:
+            return stop
     ev.sets = reply["sets"]
     ev.load_threads = ev.load.get("threads", -1)
     ev.load_children = ev.load.get("children", 0)
@@ -1032,14 +1058,19 @@ def _run_time_op(ev: _Judging, t: int) -> Tuple[Optional[Trace], "_TimingConvers
         return bad, talk, reply
     if not reply.get("ok"):
         return ev.failed(reply), talk, reply
-    if cfg.guards:
-        nonce = int.from_bytes(os.urandom(8), "little")
-        pong = ev.watch.request({"op": "ping", "nonce": nonce}, session.timeouts.call_s)
-        if pong.get("pong") != nonce:
-            session.kill()   # out of step: the next workload starts a fresh worker
-            return ev.reject(guards.GATE_TAMPERED,
-                             "the worker's replies are out of step with the parent's messages"), talk, reply
-    return None, talk, reply
+    return (_out_of_step(ev) if cfg.guards else None), talk, reply
+
+
+def _out_of_step(ev: _Judging) -> Optional[Trace]:
+    """A ping with a fresh nonce, whose pong must be the next reply: a reply forged through the
+    pipe leaves the real one queued, and it arrives here instead (GATE_TAMPERED; the worker is
+    killed, so the next workload starts a fresh one)."""
+    nonce = int.from_bytes(os.urandom(8), "little")
+    pong = ev.watch.request({"op": "ping", "nonce": nonce}, ev.session.timeouts.call_s)
+    if pong.get("pong") == nonce:
+        return None
+    ev.session.kill()
+    return ev.reject(guards.GATE_TAMPERED, "the worker's replies are out of step with the parent's messages")
 
 
 def _trial_samples(ev: _Judging, talk: "_TimingConversation",
@@ -1363,7 +1394,8 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
             return None
     reply = session.request({"op": "alloc", "sets": 2, "samples": 0, "inputs": ctx.input_meta,
                              "outputs": ctx.output_meta}, session.timeouts.alloc_s)
-    if not reply.get("ok"):
+    if not reply.get("ok") or guards.buffer_sets_problem(reply.get("sets"), 2, ctx.input_meta, ctx.output_meta,
+                                                         ctx.device) is not None:
         return None
     sets = reply["sets"]
     medians = []

@@ -312,6 +312,49 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
 
 
+def data_span(t: torch.Tensor):
+    """(first, end) byte address of the elements ``t`` views (contiguous ``t``), through the
+    class's methods."""
+    start = torch.Tensor.data_ptr(t)
+    return start, start + torch.Tensor.numel(t) * torch.Tensor.element_size(t)
+
+
+def buffer_sets_problem(sets, count: int, input_meta, output_meta, device: torch.device) -> Optional[str]:
+    """What is wrong with the buffer sets a worker's alloc reply hands the parent, or None.
+
+    ``sets``: ``count`` dicts ``{"inputs": [...], "outputs": [...]}`` of plain contiguous tensors
+    on ``device`` with the shapes and dtypes of ``input_meta`` (tensor inputs only; ``(name,
+    shape|None, dtype name)``) and ``output_meta``, no two of them sharing a byte.  A forged reply
+    that aliased two buffers would let the parent's fill of one set, or the poison of an output,
+    land in another (issue 22)."""
+    ins = [(n, shape, dt) for n, shape, dt in input_meta if shape is not None]
+    if not isinstance(sets, list) or len(sets) != count:
+        return f"expected {count} buffer sets, got {type(sets).__name__} of {len(sets) if isinstance(sets, list) else '?'}"
+    spans = []
+    for k, st in enumerate(sets):
+        if not isinstance(st, dict) or set(st) != {"inputs", "outputs"}:
+            return f"buffer set {k} is not an inputs/outputs record"
+        for role, meta in (("inputs", ins), ("outputs", output_meta)):
+            got = st[role]
+            if not isinstance(got, list) or len(got) != len(meta):
+                return f"buffer set {k}: {role} is not a list of {len(meta)} tensors"
+            for (name, shape, dt), t in zip(meta, got):
+                where = f"buffer set {k}, {role[:-1]} {name!r}"
+                if type(t) is not torch.Tensor:
+                    return f"{where} is a {type(t).__name__}, not a plain tensor"
+                if t.device != device or list(t.shape) != list(shape) or t.dtype != getattr(torch, dt):
+                    return f"{where} is {t.dtype} {list(t.shape)} on {t.device}, expected {dt} {list(shape)} on {device}"
+                if not t.is_contiguous():
+                    return f"{where} is not contiguous"
+                if t.numel():
+                    spans.append((*data_span(t), where))
+    spans.sort()
+    for (_, end, a), (start, _, b) in zip(spans, spans[1:]):
+        if start < end:
+            return f"{a} and {b} share memory"
+    return None
+
+
 def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Exact equality of two tensors' bytes (NaN-safe)."""
     if a.shape != b.shape or a.dtype != b.dtype:

@@ -9,7 +9,8 @@ Levels, strongest first (``KERNELWRIGHT_ISOLATION``; ``auto``, the default, is `
     processes (its own ``/proc``), and everything it starts dies with its PID namespace; plus
     everything of ``mount``.  Not the CUDA default: legacy CUDA IPC handles (torch's
     ``share_memory`` of CUDA tensors) cannot be opened across PID namespaces (NCCL issue #360,
-    UCX PR #11514).
+    UCX PR #11514); the descriptor sharing of ``gate/cuda_share.py`` can, and a CUDA worker at
+    ``full`` passes the boundary's GPU test with it, but has not yet run a bench.
 ``mount``
     ``unshare --mount``: every mount read-only (``mount_setattr(2)``, recursive), fresh tmpfs
     on ``/tmp`` and ``/var/tmp`` with only the worker's scratch directory in them, the

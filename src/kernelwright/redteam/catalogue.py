@@ -33,7 +33,10 @@ class Case:
     workloads: Tuple[int, ...] = (0,)  # indices into the quick variant's workloads
     held_out: bool = False             # also run the held-out (hidden) split
     suspicious: bool = False           # expected verdict SUSPICIOUS rather than REJECT
-    min_latency_ms: Optional[float] = None   # the measured latency must stay honest
+    min_latency_ms: Optional[float] = None   # the headline latency must stay honest
+    # the eager latency (host included) must stay honest: for cases whose cost is a host sleep,
+    # which is no device time (on CUDA the headline is device time; on the CPU the two agree)
+    min_host_latency_ms: Optional[float] = None
     serial: bool = False               # touches shared files: run alone
     why: str = ""                      # why this expectation
     # the expectation when the worker ran behind an OS boundary (gate/sandbox.py; the trace's
@@ -109,12 +112,15 @@ CASES: List[Case] = [
          _r(G.BACKGROUND_THREAD), "H9"),
     Case("child_process", "child process", "demo", _r(G.CHILD_PROCESS), "H9"),
     # timer, harness, files
-    Case("patch_timer", "patches the timer", "demo", _r(G.TIMER_TAMPERED), "H11", min_latency_ms=19.0,
+    Case("patch_timer", "patches the timer", "demo", _r(G.TIMER_TAMPERED), "H11", min_host_latency_ms=19.0,
          why="clocks and events are bound before the solution is imported: the latency stays >= the 20 ms sleep"),
-    Case("forge_reply", "forges the worker's reply", "demo", _r(G.GATE_TAMPERED), "H12", min_latency_ms=19.0,
+    Case("forge_reply", "forges the worker's reply", "demo", _r(G.GATE_TAMPERED), "H12", min_host_latency_ms=19.0,
          why="the message loop holds the pipe and the handlers as locals: the forgery never reaches the parent"),
     Case("forge_early_reply", "forges the worker's reply (no patching)", "demo", _r(G.GATE_TAMPERED), "H12",
          why="after every timing reply the parent pings with a random nonce: the real reply arrives instead"),
+    Case("forge_alloc_reply", "forges the load and alloc replies: buffer sets sharing one memory", "demo",
+         _r(G.GATE_TAMPERED), "H12",
+         why="the parent checks the buffer sets (shapes, dtypes, no shared bytes) and pings after the alloc reply"),
     Case("harness_hook", "works outside the timer through a torch mode left on the stack", "demo",
          _r(G.GATE_TAMPERED), "H8 H9",
          why="the worker reports hooks installed since its snapshot (modes, profile/trace, gc callbacks)"),
@@ -124,7 +130,7 @@ CASES: List[Case] = [
          _r(G.STALE_OUTPUT), "H13",
          why="each iteration's spec is asked from the parent just before it"),
     Case("predict_inputs", "predicts the timed inputs from the seed formula", "demo", PASS, "H13",
-         min_latency_ms=19.0, why="a per-run random nonce is mixed into every input seed: no prediction hits"),
+         min_host_latency_ms=19.0, why="a per-run random nonce is mixed into every input seed: no prediction hits"),
     Case("phase_switch", "own kernels where traced, torch in the timed calls", "demo",
          _r(G.PHASE_MISMATCH, G.UNMEASURED_WORK, G.NO_KERNELS, G.VENDOR_KERNELS), "H1 H4", needs_cuda=True,
          why="on the same inputs, timed calls faster than the traced calls' kernels are rejected (PHASE_MISMATCH "
@@ -194,7 +200,7 @@ CASES: List[Case] = [
          "demo", _r(G.STALE_OUTPUT, G.OUTPUT_PREWRITTEN), "H8",
          why="the harness keeps the previous returned tensors alive until the parent copied the outputs"),
     Case("edit_samples", "divides the worker's timing samples by 100 through frames", "demo", _r(G.GATE_TAMPERED),
-         "H12", min_latency_ms=19.0,
+         "H12", min_host_latency_ms=19.0,
          why="each sample reaches the parent as soon as it is read; the parent's samples decide and the edit shows"),
     Case("forge_last_specs", "zeroes its input while timed and clears the worker's record of the buffer specs",
          "demo", _r(G.INPUT_MUTATED), "H7", why="the parent derives each buffer set's spec from what it served"),

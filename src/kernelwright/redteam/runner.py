@@ -76,14 +76,18 @@ def _verdict(traces: List[Trace]):
     return PASS, [], traces[0] if traces else None
 
 
-def _latency(trace: Optional[Trace]) -> Optional[float]:
+def _latency(trace: Optional[Trace], host: bool = False) -> Optional[float]:
+    """The deciding trace's headline latency (ms), or with ``host`` its eager latency (host
+    included; the headline where no eager latency was recorded); a rejected trace's from the
+    gate's notes."""
     if trace is None or trace.evaluation is None:
         return None
     ev = trace.evaluation
     if ev.performance is not None:
-        return ev.performance.latency_ms
+        eager = ev.performance.eager_latency_ms if host else None
+        return eager if eager is not None else ev.performance.latency_ms
     notes = ev.gate.notes if ev.gate else {}
-    value = notes.get("measured_latency_ms")
+    value = (notes.get("measured_eager_latency_ms") if host else None) or notes.get("measured_latency_ms")
     return float(value) if value is not None else None
 
 
@@ -118,7 +122,8 @@ def isolation_of(traces: List[Trace]) -> Optional[str]:
     return max(levels, key=LEVELS.index) if levels else None
 
 
-def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float], isolation: Optional[str] = None):
+def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float], isolation: Optional[str] = None,
+           host_latency: Optional[float] = None):
     expected = case.expected_for(isolation)
     if expected == PASS:
         ok = verdict == PASS
@@ -130,6 +135,9 @@ def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float
     if ok and case.min_latency_ms is not None and (latency is None or latency < case.min_latency_ms):
         ok = False
         why = f"measured latency {latency} ms < {case.min_latency_ms} ms: the timer was fooled"
+    if ok and case.min_host_latency_ms is not None and (host_latency is None or host_latency < case.min_host_latency_ms):
+        ok = False
+        why = f"eager latency {host_latency} ms < {case.min_host_latency_ms} ms: the timer was fooled"
     return ok, why
 
 
@@ -215,7 +223,7 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     verdict, reasons, deciding = _verdict(traces)
     latency = _latency(deciding)
     isolation = isolation_of(traces)
-    ok, why = _judge(case, verdict, reasons, latency, isolation)
+    ok, why = _judge(case, verdict, reasons, latency, isolation, _latency(deciding, host=True))
     detail = why
     if deciding is not None and verdict != PASS:
         gate = deciding.evaluation.gate
