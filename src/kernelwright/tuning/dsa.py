@@ -83,10 +83,14 @@ ATTN_SWEEP = {
 # The 8-warp, 64-slot tile takes 147 registers (sm_90 AOT): one program per SM, 64 rows in
 # flight.  A 5th element caps the registers (maxnreg 128: 2 programs, 128 rows per SM); 32-slot
 # tiles on 8 warps take 99 registers (2 programs); 128-slot tiles 172 registers, 170 KB shared.
+# Under the cap the 64-slot tile holds 94.5 KB of shared memory (ncu, 2 programs per SM by both
+# limits); 32-slot tiles with a 3-deep gather pipeline under a cap of 80 aim at 3 programs per SM,
+# and a 128-slot split at T = 16 gives 256 programs instead of 128.
 for _t in (16, 32, 64, 128):
     ATTN_SWEEP[_t] = [(512, 64, 8, 2), (1024, 64, 8, 2), (256, 64, 8, 2, 128), (512, 64, 8, 2, 128),
                       (1024, 64, 8, 2, 128), (256, 32, 8, 2), (512, 32, 8, 3), (512, 128, 8, 2),
-                      (1024, 128, 8, 2)]
+                      (1024, 128, 8, 2), (256, 32, 8, 3, 80), (512, 32, 8, 3, 80)]
+ATTN_SWEEP[16] += [(128, 64, 8, 2, 128), (128, 32, 8, 3, 80)]
 # Indexer overrides per row tile, on its short-row path: ("fused", pages per dot, pivots) --
 # groups per program by the rule -- or ("split", top-k warps): score kernel + resident top-k kernel.
 IDX_SWEEP = {4096: [("fused", 2, 3), ("split", 8)],
