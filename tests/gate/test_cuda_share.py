@@ -64,7 +64,7 @@ def test_buffers_cross_as_one_descriptor_and_come_back_as_views(memfd):
     a.fill_(7.0)
     b.copy_(torch.arange(6, dtype=torch.int32).reshape(2, 3))
     peer = wire.Peer()
-    message = cuda_share.share_tree({"ok": True, "probe": torch.zeros(1).share_memory_(),
+    message = cuda_share.share_tree({"ok": True, "probe": wire.sealed_shared_tensor((1,), torch.float32).zero_(),
                                      "sets": [{"inputs": [a], "outputs": [b]}]}, DupFd)
     assert len(message[cuda_share.CUDA_ALLOCATIONS]) == 1          # one allocation, one descriptor
     views = message["sets"][0]["inputs"][0], message["sets"][0]["outputs"][0]
@@ -79,7 +79,7 @@ def test_buffers_cross_as_one_descriptor_and_come_back_as_views(memfd):
 def test_a_view_of_an_allocation_the_message_does_not_carry_is_refused(memfd):
     (a,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
     peer = wire.Peer()
-    message = cuda_share.share_tree({"probe": torch.zeros(1).share_memory_(), "t": a}, DupFd)
+    message = cuda_share.share_tree({"probe": wire.sealed_shared_tensor((1,), torch.float32).zero_(), "t": a}, DupFd)
     message["t"][cuda_share.CUDA_VIEW] = 999
     with pytest.raises(ValueError, match="does not carry"):
         _through_the_pipe(message, peer)
@@ -87,7 +87,7 @@ def test_a_view_of_an_allocation_the_message_does_not_carry_is_refused(memfd):
 
 def test_descriptors_in_a_message_of_an_ipc_run_are_refused(memfd):
     (a,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
-    message = cuda_share.share_tree({"probe": torch.zeros(1).share_memory_(), "t": a}, DupFd)
+    message = cuda_share.share_tree({"probe": wire.sealed_shared_tensor((1,), torch.float32).zero_(), "t": a}, DupFd)
     with pytest.raises(cuda_share.UnexpectedDescriptors):
         _through_the_pipe(message, wire.Peer(), mode="ipc")
 
@@ -135,7 +135,7 @@ def test_a_message_with_two_allocations_is_refused(memfd):
     address checks see apart: a message carries at most one allocation."""
     (a,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
     (b,) = cuda_share.allocate_views([((4,), torch.float32)], torch.device("cuda", 0))
-    message = cuda_share.share_tree({"probe": torch.zeros(1).share_memory_(), "t": [a, b]}, DupFd)
+    message = cuda_share.share_tree({"probe": wire.sealed_shared_tensor((1,), torch.float32).zero_(), "t": [a, b]}, DupFd)
     assert len(message[cuda_share.CUDA_ALLOCATIONS]) == 2
     with pytest.raises(cuda_share.UnexpectedDescriptors, match="2 CUDA allocations"):
         _through_the_pipe(message, wire.Peer())

@@ -221,6 +221,28 @@ def test_definitions_that_cannot_be_snapshotted_are_reported(monkeypatch):
     assert integrity.gap_concerns(gaps, real[0].name) == gaps
 
 
+def test_globals_of_a_definitions_module_are_watched(monkeypatch):
+    """A global that a definition's functions look up at each call (demo's ``make_inputs`` reaches
+    ``random_tensor``, MoE's ``make_shared_inputs`` the routing synthesis) rebound in the
+    definition's module is reported (red-team case ``inputs_global_hook``: it was not)."""
+    import sys
+
+    from kernelwright import definitions
+
+    definitions.get("moe")
+    snap = integrity.capture()
+    assert integrity.changed(snap) == []
+    for mod_name, attr in (("kernelwright.definitions.demo_rmsnorm", "random_tensor"),
+                           ("kernelwright.definitions.moe_fp8", "synth_routing_logits")):
+        mod = sys.modules[mod_name]
+        original = getattr(mod, attr)
+        monkeypatch.setattr(mod, attr, lambda *a, _f=original, **k: _f(*a, **k))
+        _, other = integrity.split(integrity.changed(snap))
+        assert f"{mod_name}.{attr}" in other
+        monkeypatch.setattr(mod, attr, original)
+        assert integrity.changed(snap) == []
+
+
 def test_the_parent_rejects_an_evaluation_whose_definition_was_not_snapshotted():
     from kernelwright import definitions
     from kernelwright.gate import guards

@@ -24,10 +24,11 @@ def test_plain_messages_and_dtypes_round_trip():
 
 def test_shared_memory_tensors_rebuild():
     peer = wire.Peer()
-    probe = torch.zeros(1).share_memory_()
+    probe = wire.sealed_shared_tensor((1,), torch.float32).zero_()
     wire.safe_loads(_forking_dumps({"ready": True, "probe": probe}), peer)   # learns the address
     assert peer.sharer_address is not None and not peer.learning
-    t = torch.arange(6, dtype=torch.float32).reshape(2, 3).share_memory_()
+    t = wire.sealed_shared_tensor((2, 3), torch.float32)
+    t.copy_(torch.arange(6, dtype=torch.float32).reshape(2, 3))
     back = wire.safe_loads(_forking_dumps({"sets": [[t]]}), peer)["sets"][0][0]
     assert torch.equal(back, t)
     back[0, 0] = 42.0                     # the same shared storage, not a copy
@@ -36,11 +37,40 @@ def test_shared_memory_tensors_rebuild():
         wire.safe_loads(_forking_dumps({"sets": [[t]]}))
 
 
+def test_only_buffers_sealed_against_shrinking_are_mapped():
+    """A worker that truncated a buffer's file under the parent's mapping made the parent's next
+    touch a SIGBUS (red-team case ``shrink_buffer``): the harness's buffers are sealed memfds,
+    which cannot shrink, and the parent maps nothing else."""
+    peer = wire.Peer()
+    wire.safe_loads(_forking_dumps({"ready": True, "probe": wire.sealed_shared_tensor((1,), torch.float32)}), peer)
+    sealed = wire.sealed_shared_tensor((4, 8), torch.bfloat16)
+    fd, _ = sealed.untyped_storage()._share_fd_cpu_()
+    with pytest.raises(PermissionError):
+        os.ftruncate(fd, 0)
+    assert sealed.is_contiguous() and list(sealed.shape) == [4, 8]
+    back = wire.safe_loads(_forking_dumps({"sets": [[sealed]]}), peer)["sets"][0][0]
+    back.fill_(2.0)
+    assert float(sealed.float().sum()) == 64.0
+    plain = torch.zeros(4, 8).share_memory_()           # torch's /dev/shm file: shrinkable
+    with pytest.raises(wire.ForbiddenGlobal, match="not sealed against shrinking"):
+        wire.safe_loads(_forking_dumps({"sets": [[plain]]}), peer)
+    import fcntl
+
+    short = os.memfd_create("short", os.MFD_ALLOW_SEALING)   # sealed, but smaller than it claims
+    try:
+        os.ftruncate(short, 8)
+        fcntl.fcntl(short, wire._F_ADD_SEALS, wire.REQUIRED_SEALS)
+        assert wire._sealed_problem(short, 8) is None
+        assert "of 64 bytes in a file of 8" in wire._sealed_problem(short, 64)
+    finally:
+        os.close(short)
+
+
 def test_a_handle_at_another_address_is_refused_without_connecting():
     from multiprocessing.resource_sharer import DupFd
 
     peer = wire.Peer()
-    wire.safe_loads(_forking_dumps({"probe": torch.zeros(1).share_memory_()}), peer)
+    wire.safe_loads(_forking_dumps({"probe": wire.sealed_shared_tensor((1,), torch.float32).zero_()}), peer)
     forged = DupFd.__new__(DupFd)
     forged._id = ("/tmp/kw-no-such-socket", 1)          # would stall or fail if the parent connected
     class _Handle:

@@ -124,3 +124,18 @@ def test_zeroing_the_tokens_with_the_smallest_activation_scales_is_rejected():
             assert not verdict.passed and verdict.reason == "STRICT_TOLERANCE"
             judged += 1
     assert judged >= 3
+
+
+def test_the_eager_floor_reads_a_zero_eager_latency_as_zero():
+    """``redteam.runner._latency(host=True)``: a rejected trace's eager latency of 0.0 (a timer
+    fooled to nothing) is the latency judged, not replaced by the headline (rt4)."""
+    from types import SimpleNamespace as NS
+
+    from kernelwright.redteam.runner import _latency
+
+    def trace(notes):
+        return NS(evaluation=NS(performance=None, gate=NS(notes=notes)))
+
+    assert _latency(trace({"measured_eager_latency_ms": 0.0, "measured_latency_ms": 25.0}), host=True) == 0.0
+    assert _latency(trace({"measured_latency_ms": 25.0}), host=True) == 25.0
+    assert _latency(trace({"measured_eager_latency_ms": 21.0, "measured_latency_ms": 0.01})) == 0.01

@@ -215,10 +215,24 @@ def _definition_entries() -> Tuple[List[Entry], List[str]]:
         return [], [f"{ALL_DEFINITIONS}: all_builtins() raised {type(exc).__name__}: {exc}"]
     entries: List[Entry] = []
     gaps: List[str] = []
+    listed = set(_MODULES)
     for builtin in found:
         name = getattr(builtin, "name", repr(builtin))
         try:
-            entries += _entries_of(f"definition {name}", builtin, list(vars(builtin)))
+            fields = list(vars(builtin))
+            entries += _entries_of(f"definition {name}", builtin, fields)
+            # the globals its functions look up at each call (``make_inputs`` reaching
+            # ``random_tensor``, ``make_shared_inputs`` the routing synthesis): rebinding one in
+            # the definition's module hooks the input expansion as surely as wrapping the field
+            # (red-team case ``inputs_global_hook``)
+            for field in fields:
+                mod_name = getattr(getattr(builtin, field, None), "__module__", None)
+                if not isinstance(mod_name, str) or not mod_name.startswith("kernelwright.") or mod_name in listed:
+                    continue
+                mod = sys.modules.get(mod_name)
+                if isinstance(mod, types.ModuleType):
+                    listed.add(mod_name)
+                    entries += _entries_of(mod_name, mod, list(vars(mod)))
         except Exception as exc:
             gaps.append(f"definition {name}: {type(exc).__name__}: {exc}")
     return entries, gaps

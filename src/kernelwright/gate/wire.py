@@ -17,8 +17,10 @@ strategy, whose handle names a manager socket, not at all).  Anything else raise
 
 from __future__ import annotations
 
+import fcntl
 import io
 import math
+import os
 import pickle
 import threading
 import time
@@ -96,12 +98,74 @@ def fetch_fd(df: Any, peer: Peer) -> int:
     return int(_with_deadline(df.detach, peer))
 
 
+# what a shared-memory CPU buffer's file must be sealed with before the parent maps it: a worker
+# that shrank the file under the parent's mapping (``ftruncate``) made the parent's next touch of
+# the buffer a SIGBUS, killing the trusted process and every verdict of the run (red-team pass
+# rt4); the file of ``torch.Tensor.share_memory_`` (an unlinked ``/dev/shm`` file) cannot be
+# sealed, a memfd can, and a seal cannot be taken back
+REQUIRED_SEALS = (getattr(fcntl, "F_SEAL_SHRINK", 0x2) | getattr(fcntl, "F_SEAL_SEAL", 0x1))
+_F_GET_SEALS = getattr(fcntl, "F_GET_SEALS", 1034)
+_F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
+
+
+def sealed_shared_tensor(shape, dtype: torch.dtype) -> torch.Tensor:
+    """Worker side: an empty CPU tensor in shared memory whose file (a memfd) is sealed against
+    shrinking (``REQUIRED_SEALS``), so that the parent's mapping of it stays valid whatever the
+    worker does; it pickles like any shared-memory tensor (a ``DupFd`` of the file)."""
+    numel = 1
+    for n in shape:
+        numel *= int(n)
+    nbytes = max(1, numel * torch.empty((), dtype=dtype).element_size())
+    fd = os.memfd_create("kernelwright-buffer", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        fcntl.fcntl(fd, _F_ADD_SEALS, REQUIRED_SEALS | getattr(fcntl, "F_SEAL_GROW", 0x4))
+        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, nbytes)   # maps a dup of fd
+    finally:
+        os.close(fd)
+    t = torch.empty((0,), dtype=dtype)
+    return t.set_(storage, 0, tuple(int(n) for n in shape), torch.empty(tuple(int(n) for n in shape), device="meta").stride())
+
+
+def _sealed_problem(fd: int, size: int) -> Optional[str]:
+    """Why the parent must not map ``size`` bytes of ``fd``, or None."""
+    try:
+        seals = fcntl.fcntl(fd, _F_GET_SEALS)
+    except OSError:
+        return "a shared-memory buffer whose file cannot be sealed (not a memfd)"
+    if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+        return f"a shared-memory buffer whose file is not sealed against shrinking (seals {seals:#x})"
+    if os.fstat(fd).st_size < int(size):
+        return f"a shared-memory buffer of {size} bytes in a file of {os.fstat(fd).st_size}"
+    return None
+
+
 def _guarded_rebuild_storage_fd(peer: Peer):
-    from torch.multiprocessing.reductions import rebuild_storage_fd
+    from torch.multiprocessing.reductions import StorageWeakRef, fd_id, shared_cache, storage_from_cache
+
+    def fetch(cls, df, size):
+        """torch's ``rebuild_storage_fd`` with the seals checked before the file is mapped;
+        returns the storage or the reason it was refused."""
+        fd = df.detach()
+        try:
+            problem = _sealed_problem(fd, size)
+            if problem is not None:
+                return ForbiddenGlobal(problem)
+            storage = storage_from_cache(cls, fd_id(fd))
+            if storage is not None:
+                return storage
+            storage = cls._new_shared_fd_cpu(fd, size)
+            shared_cache[fd_id(fd)] = StorageWeakRef(storage)
+            return storage
+        finally:
+            os.close(fd)
 
     def rebuild(cls, df, size):
         _sharer_reference(df, peer)
-        return _with_deadline(lambda: rebuild_storage_fd(cls, df, size), peer)
+        got = _with_deadline(lambda: fetch(cls, df, size), peer)
+        if isinstance(got, ForbiddenGlobal):
+            raise got
+        return got
 
     return rebuild
 

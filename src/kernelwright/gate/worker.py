@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from kernelwright.gate import cuda_share, fresh, guards, integrity
+from kernelwright.gate import cuda_share, fresh, guards, integrity, wire
 from kernelwright.gate import timing as T
 from kernelwright.gate.device_info import resolve_device
 
@@ -565,8 +565,9 @@ class Harness:
 
     # -- buffers ---------------------------------------------------------------------------
     def _empty(self, shape, dtype: str) -> torch.Tensor:
-        t = torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=self.device)
-        return t.share_memory_() if self.device.type == "cpu" else t
+        if self.device.type == "cpu":   # sealed against shrinking: the parent maps it (wire.py)
+            return wire.sealed_shared_tensor(tuple(shape), getattr(torch, dtype))
+        return torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=self.device)
 
     def _buffers(self, specs: List[Tuple[Any, str]]) -> List[torch.Tensor]:
         """Empty tensors for ``specs`` ((shape, dtype name) pairs): shared memory on the CPU; on
@@ -1224,7 +1225,7 @@ def main(conn, device: str, log_path: Optional[str] = None, boundary: Optional[D
             pass
     # sending a shared-memory tensor starts multiprocessing's resource-sharer thread now, so
     # that it is not mistaken for a thread the solution started
-    ready = {"ok": True, "ready": True, "pid": os.getpid(), "probe": torch.zeros(1).share_memory_(),
+    ready = {"ok": True, "ready": True, "pid": os.getpid(), "probe": wire.sealed_shared_tensor((1,), torch.float32).zero_(),
              "boundary": boundary_report}
     if harness.device.type == "cuda":   # the CUDA sharing path through this boundary, tried before any solution code
         probe = harness._buffers([((4,), "float32")])[0]

@@ -160,6 +160,12 @@ CASES: List[Case] = [
          _r(G.GATE_TAMPERED), "H8 H11", why="the integrity snapshot is checked after every timed iteration"),
     Case("inputs_hook", "wraps the definition's make_inputs: the work runs while the inputs are written", "demo",
          _r(G.GATE_TAMPERED), "H8", why="the definitions are in the integrity snapshot"),
+    Case("inputs_global_hook", "rebinds a global of the definition's module (random_tensor): the work runs while "
+         "the inputs are written", "demo", _r(G.GATE_TAMPERED), "H8",
+         why="the modules the built-ins' functions live in are in the integrity snapshot"),
+    Case("shrink_buffer", "truncates its output buffer's shared-memory file: the parent's next touch is a SIGBUS",
+         "demo", _r(G.EXCEPTION), "H12",
+         why="CPU buffers are memfds sealed against shrinking, and the parent maps only such files"),
     Case("dispatch_fill", "registers its own aten::fill_ kernel: the harness's poisoning does the work", "demo",
          _r(G.GATE_TAMPERED), "H8",
          why="the dispatcher tables of the operators the harness runs are part of the hook state"),

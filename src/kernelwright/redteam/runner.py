@@ -87,7 +87,10 @@ def _latency(trace: Optional[Trace], host: bool = False) -> Optional[float]:
         eager = ev.performance.eager_latency_ms if host else None
         return eager if eager is not None else ev.performance.latency_ms
     notes = ev.gate.notes if ev.gate else {}
-    value = (notes.get("measured_eager_latency_ms") if host else None) or notes.get("measured_latency_ms")
+    eager = notes.get("measured_eager_latency_ms") if host else None
+    # ``is None``, not ``or``: an eager latency fooled down to 0.0 must not be replaced by the
+    # headline (device time, which never held the host sleep the floor is about)
+    value = eager if eager is not None else notes.get("measured_latency_ms")
     return float(value) if value is not None else None
 
 
