@@ -21,6 +21,7 @@ from rich.console import Console
 
 from kernelwright.cli import helpstyle
 from kernelwright.cli.common import UsageError, command_line, fail, one_line_errors, require_device, write_json
+from kernelwright.cli.gate_options import GATE_OPTIONS, GateOptions, with_gate_options
 from kernelwright.selection import check_selectors, load_solution, pick_workloads
 
 helpstyle.install()   # help without typer's <bool>/<list[str]> placeholders
@@ -76,19 +77,6 @@ def _targets(names: Optional[List[str]], quick: bool, workload_file: Optional[Pa
     return targets
 
 
-def _config(device: str, quick: bool, warmup: Optional[int], iterations: Optional[int], trials: Optional[int],
-            fast_unsafe: bool, contest_rule: bool = False, tolerance: Optional[dict] = None):
-    from kernelwright.gate.evaluate import GateConfig
-
-    return GateConfig.preset(device, quick, warmup=warmup, iterations=iterations, trials=trials,
-                             guards=not fast_unsafe, contest_rule=contest_rule, **(tolerance or {}))
-
-
-CONTEST_RULE_HELP = ("Judge correctness by the FlashInfer-Bench (contest) rule alone; by default a check must also pass "
-                     "the definition's strict rule (relative L2 error, per row for MoE and attention: docs/gate.md). "
-                     "The strict errors are still recorded; traces and summary say which rule judged.")
-
-
 def verdict_meta(builtins, cfg) -> dict:
     """``summary.json`` ``meta.verdict``: which rule judged (``contest+strict`` or ``contest``)
     and each definition's thresholds."""
@@ -116,35 +104,6 @@ def _opt_trace_set():
     return typer.Option(None, "--trace-set", metavar="DIR",
                         help="A FlashInfer-Bench TraceSet: its definitions and workloads are evaluated, and the "
                              "traces (traces/<op_type>/<definition>.jsonl) and solution entries are added to it.")
-
-
-def _opt_tolerance(flag: str, what: str):
-    return typer.Option(None, flag, min=0.0, help=f"{what} for every check instead of the definition's (recorded in "
-                                                  "each trace; a looser one marks the table row).")
-
-
-def _opt_count(what: str, default: int, least: int):
-    """A gate iteration count (--warmup, --iterations, --trials): None keeps the gate's default."""
-    return typer.Option(None, min=least, help=f"{what} (default {default}).")
-
-
-def _opt_timeout():
-    return typer.Option(None, "--timeout", min=1.0, metavar="SECONDS",
-                        help="Per-call limit: a call of the solution (a correctness trial or one timed iteration) "
-                             "that runs longer is TIMEOUT and the run goes on (default 300 s per call, 600 s "
-                             "per timing phase).")
-
-
-def _tolerance(atol: Optional[float], rtol: Optional[float], ratio: Optional[float]) -> dict:
-    if ratio is not None and ratio > 1:
-        raise UsageError(f"--required-matched-ratio {ratio:g}: must be between 0 and 1")
-    return {"atol": atol, "rtol": rtol, "required_matched_ratio": ratio}
-
-
-def _timeouts(timeout: Optional[float]):
-    from kernelwright.gate.session import Timeouts
-
-    return Timeouts.per_call(timeout)
 
 
 def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "",
@@ -224,6 +183,8 @@ def _all_definitions():
 
 @app.command("bench", epilog=baselines_epilog())
 @one_line_errors
+@with_gate_options(fast_unsafe_help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, "
+                                    "determinism, provenance): only to measure what the guards cost.")
 def bench_cmd(
     definition: Optional[List[str]] = typer.Option(None, "--definition", "-d", help="Definition (repeatable): a name or alias, a FlashInfer-Bench definition JSON (with --workload-file) or a TraceSet folder (read only); with --trace-set, definitions of that set.  Default: the three contest definitions, or every definition of --trace-set that has workloads."),
     solution: Optional[List[Path]] = typer.Option(None, "--solution", "-s", help="Extra solution folder or Solution JSON to include (repeatable)."),
@@ -238,15 +199,7 @@ def bench_cmd(
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads per definition."),
     sweep: bool = typer.Option(False, "--sweep", help="The serving-envelope workloads instead of the contest ones: indexer batch 1-64 x context 4K-128K (30), attention T = 1-128 of one request at 1K-128K context (27), moe T = 1, 2, 4, ..., 16384 at expert offsets 0 and 224 (30)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/bench-<device>-<time>)."),
-    warmup: Optional[int] = _opt_count("Warm-up iterations per trial", 10, 0),
-    iterations: Optional[int] = _opt_count("Timed iterations per trial", 50, 1),
-    trials: Optional[int] = _opt_count("Trials with fresh inputs", 3, 1),
-    atol: Optional[float] = _opt_tolerance("--atol", "Absolute tolerance"),
-    rtol: Optional[float] = _opt_tolerance("--rtol", "Relative tolerance"),
-    required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
-    timeout: Optional[float] = _opt_timeout(),
-    fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Turn the anti-hack guards off (fresh inputs per iteration, sampled checks, determinism, provenance): only to measure what the guards cost."),
-    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
+    gate: GateOptions = GATE_OPTIONS,
     pool: Optional[int] = typer.Option(None, "--pool", min=0, help="Evaluate on a pool of one worker per GPU: N GPUs, 0 = all visible (timing stays one job per GPU)."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Run the jobs on a Ray cluster: auto, host:6379, ray://host:10001 or local (needs the ray extra; falls back to the local pool without it)."),
 ) -> None:
@@ -270,8 +223,7 @@ def bench_cmd(
             raise UsageError(f"--baseline: {exc.args[0]}") from None
     device = device if ray else require_device(device)  # a Ray driver needs no GPU of its own
     targets = _targets(definition, quick, workload_file, trace_set, include_demo=bool(definition))
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule,
-                  _tolerance(atol, rtol, required_matched_ratio))
+    cfg = gate.config(device, quick)
     extra = [(path, load_solution(path)) for path in solution or []]
     plans, receivers = [], {}
     for target in targets:
@@ -311,8 +263,8 @@ def bench_cmd(
     check_selectors(workloads, [p.workloads for p in plans])
     plans = [p for p in plans if p.workloads]
     out = out or _default_out(device)
-    result = _run_plans(plans, cfg, out, "bench", timeouts=_timeouts(timeout), pool=pool, ray=ray)
-    _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": timeout})
+    result = _run_plans(plans, cfg, out, "bench", timeouts=gate.timeouts(), pool=pool, ray=ray)
+    _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": gate.timeout})
     _to_trace_sets(receivers, plans, result)
 
 
@@ -352,6 +304,7 @@ def _baseline_candidates(definition_name: str, device: str, keys: Optional[List[
 
 @app.command("eval")
 @one_line_errors
+@with_gate_options(fast_unsafe_help="Guards off (measurement of their cost only).")
 def eval_cmd(
     solution: Path = typer.Argument(..., help="Solution folder (manifest.json + sources) or Solution JSON."),
     definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Where the solution's definition lives: a name, an alias, package.module:ATTRIBUTE, a FlashInfer-Bench definition JSON (with --workload-file) or a TraceSet folder (read only); default: the manifest's definition, which it must match."),
@@ -363,15 +316,7 @@ def eval_cmd(
     device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU: Triton through TRITON_INTERPRET=1)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/eval-<solution>-<time>)."),
-    warmup: Optional[int] = _opt_count("Warm-up iterations per trial", 10, 0),
-    iterations: Optional[int] = _opt_count("Timed iterations per trial", 50, 1),
-    trials: Optional[int] = _opt_count("Trials with fresh inputs", 3, 1),
-    atol: Optional[float] = _opt_tolerance("--atol", "Absolute tolerance"),
-    rtol: Optional[float] = _opt_tolerance("--rtol", "Relative tolerance"),
-    required_matched_ratio: Optional[float] = _opt_tolerance("--required-matched-ratio", "Fraction of elements that must match (0-1)"),
-    timeout: Optional[float] = _opt_timeout(),
-    fast_unsafe: bool = typer.Option(False, "--fast-unsafe", help="Guards off (measurement of their cost only)."),
-    contest_rule: bool = typer.Option(False, "--contest-rule", help=CONTEST_RULE_HELP),
+    gate: GateOptions = GATE_OPTIONS,
 ) -> None:
     """Evaluate one solution under the gate: a summary table, one line per failed workload, exit 1
     when any workload fails."""
@@ -391,13 +336,12 @@ def eval_cmd(
     if final and builtin.origin == "file":
         raise UsageError(f"--final: {builtin.base_name} comes from a definition file, which has no hidden split")
     device = require_device(device)
-    cfg = _config(device, quick, warmup, iterations, trials, fast_unsafe, contest_rule,
-                  _tolerance(atol, rtol, required_matched_ratio))
+    cfg = gate.config(device, quick)
     out = out or Path("kw-results") / f"eval-{sol.name}-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     plans = [BenchPlan(builtin, pick_workloads(builtin, workloads, limit, available=target.workloads),
                        [Candidate(sol, sol.name)])]
-    result = _run_plans(plans, cfg, out, "eval", timeouts=_timeouts(timeout))
-    summary = _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": timeout})
+    result = _run_plans(plans, cfg, out, "eval", timeouts=gate.timeouts())
+    summary = _finish(result, plans, cfg, out, extra_meta={"per_call_timeout_s": gate.timeout})
     if target.trace_set is not None:
         _to_trace_sets({builtin.name: target.trace_set}, plans, result)
     ok = all(s["all_passed"] for d in summary["definitions"].values() for s in d["solutions"].values())
@@ -406,7 +350,7 @@ def eval_cmd(
 
         hidden_cfg = replace(cfg, split="hidden", salt=hidden_salt())
         hidden = [BenchPlan(builtin, held_out_workloads(builtin, hidden_cfg.salt), [Candidate(sol, sol.name)])]
-        hres = _run_plans(hidden, hidden_cfg, out / "hidden", "hidden split", timeouts=_timeouts(timeout))
+        hres = _run_plans(hidden, hidden_cfg, out / "hidden", "hidden split", timeouts=gate.timeouts())
         traces = hres.traces.get(builtin.name, [])
         passed = sum(1 for t in traces if t.trusted_pass)
         console.print(f"hidden split: {passed}/{len(traces)} workloads passed (shapes not shown)")
@@ -414,7 +358,7 @@ def eval_cmd(
 
         write_json(out / "final.json", {"code": source_revision(), "solution": sol.name,
                                         "content_hash": sol.content_hash(),
-                                        "rule": (builtin.with_contest_rule() if contest_rule else builtin).tolerance.rule,
+                                        "rule": (builtin.with_contest_rule() if gate.contest_rule else builtin).tolerance.rule,
                                         "public_passed": ok, "hidden_passed": passed, "hidden_total": len(traces),
                                         "final_verdict": "PASSED" if ok and passed == len(traces) else "FAILED"})
         ok = ok and passed == len(traces)

@@ -16,7 +16,7 @@ See docs/cluster.md.
 
 from __future__ import annotations
 
-from typing import Any
+from kernelwright.lazy import lazy_attributes
 
 __all__ = ["run_bench_distributed", "EvaluationPool", "EvalJob", "JobResult", "JobError", "SlotStatus",
            "DeviceSlot", "resolve_devices", "jobs_from_plans", "WorkerLost", "POOL_WORKER_CRASHED",
@@ -32,10 +32,4 @@ _WHERE = {
     "ray_available": "ray_backend",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f"kernelwright.cluster.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'kernelwright.cluster' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _WHERE)

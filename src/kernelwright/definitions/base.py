@@ -314,6 +314,19 @@ class BuiltinDefinition:
                        sweep_workloads=None)
 
 
+# the BuiltinDefinition fields a built-in definition package defines under their own names
+PACKAGE_FIELDS = ("make_inputs", "public_workloads", "hidden_workloads", "quick_workloads", "roofline", "regime",
+                  "sweep_workloads", "sweep_regime")
+
+
+def package_builtin(package: ModuleType, **fields: Any) -> BuiltinDefinition:
+    """The BuiltinDefinition of a built-in definition package: its ``DEFINITION``, its
+    ``reference.run`` and each of ``PACKAGE_FIELDS`` it defines (a package without a serving
+    envelope has no ``sweep_*``); ``fields`` gives the others and overrides any of these."""
+    found = {name: getattr(package, name) for name in PACKAGE_FIELDS if hasattr(package, name)}
+    return BuiltinDefinition(definition=package.DEFINITION, reference=package.reference.run, **{**found, **fields})
+
+
 def load_definition(folder: Path, reference: ModuleType) -> Definition:
     """Our definition spec (``spec.json``) with the reference module's source as ``reference``."""
     spec = json.loads((Path(folder) / "spec.json").read_text())

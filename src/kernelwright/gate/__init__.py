@@ -20,7 +20,7 @@ evaluate``).
 
 from __future__ import annotations
 
-from typing import Any
+from kernelwright.lazy import lazy_attributes
 
 __all__ = [
     # gate.evaluate
@@ -49,12 +49,6 @@ _WHERE = {
     **dict.fromkeys(("static_scan", "site_dirs"), "guards"),
 }
 
-
-def __getattr__(name: str) -> Any:
-    # only the names above: any other (a submodule's name) raises, so that ``from kernelwright.gate
-    # import fresh`` imports the submodule as it would without this function
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f"kernelwright.gate.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# only the names above: any other (a submodule's name) raises, so that ``from kernelwright.gate
+# import fresh`` imports the submodule
+__getattr__ = lazy_attributes(__name__, _WHERE)

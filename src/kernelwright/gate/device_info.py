@@ -137,18 +137,12 @@ def ceilings_for_run(device: torch.device) -> Optional[Dict]:
 
 
 def _time_ms(fn, repeats: int = 10) -> float:
+    from kernelwright.gate.timing import eager_event_ms
+
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
+    times = sorted(eager_event_ms(fn) for _ in range(repeats))
     return times[len(times) // 2]
 
 

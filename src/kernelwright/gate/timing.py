@@ -171,6 +171,18 @@ def now_s() -> float:
     return _perf_counter()
 
 
+def eager_event_ms(fn: Callable[[], object]) -> float:
+    """Milliseconds between CUDA events recorded on the current stream around one ``fn()``, the
+    device synchronised after it: the eager span (the host's launch path counts), no L2 flush and
+    no stream hold.  For calibration and diagnosis; solutions are timed by the harness."""
+    start, end = new_event(), new_event()
+    record(start)
+    fn()
+    record(end)
+    _cuda_sync()
+    return elapsed_ms(start, end)
+
+
 class L2Flusher:
     """Evicts the L2 by zeroing a buffer of twice its size (flashinfer-bench's cold-L2 method),
     and resets persisting L2 lines and the persisting-L2 limit (a solution could otherwise pin

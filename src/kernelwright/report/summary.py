@@ -15,6 +15,7 @@ over the passing workloads and their margin to the definition's thresholds.
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
 from kernelwright.definitions.base import BuiltinDefinition, is_sweep
@@ -240,25 +241,28 @@ def summarize(traces: Mapping[str, List[Trace]], builtins: Mapping[str, BuiltinD
     return out
 
 
+def results_trace_files(results) -> List[Path]:
+    """The trace files of a results folder: ``traces/*.jsonl``, or ``*.jsonl`` beside the summary
+    as in the committed records; empty when it has none."""
+    results = Path(results)
+    return sorted((results / "traces").glob("*.jsonl")) or sorted(results.glob("*.jsonl"))
+
+
 def summarize_folder(results) -> Dict[str, Any]:
     """Rebuild ``summary.json`` of a results folder from its traces (``traces/*.jsonl``, or
     ``*.jsonl`` beside the summary as in the committed records), ``candidates.json`` and
     ``lower_bounds.json`` (e.g. after an interrupted run, or for fields added since the run).
     Raises FileNotFoundError without traces."""
     import json
-    from pathlib import Path
 
     from kernelwright import definitions
-    from kernelwright.trace.jsonio import iter_jsonl
+    from kernelwright.trace.trace_set import traces_by_definition
 
     results = Path(results)
-    files = sorted((results / "traces").glob("*.jsonl")) or sorted(results.glob("*.jsonl"))
+    files = results_trace_files(results)
     if not files:
         raise FileNotFoundError(f"{results}: no traces/*.jsonl or *.jsonl")
-    traces: Dict[str, List[Trace]] = {}
-    for f in files:
-        for t in iter_jsonl(Trace, f):
-            traces.setdefault(t.definition, []).append(t)
+    traces = traces_by_definition(files)
     roles_path, lb_path = results / "candidates.json", results / "lower_bounds.json"
     roles = json.loads(roles_path.read_text()) if roles_path.exists() else {}
     lower = json.loads(lb_path.read_text()) if lb_path.exists() else {}

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
 from kernelwright.trace import Definition, SafetensorsInput, Solution, Trace, TraceSet
-from kernelwright.trace.jsonio import DataFileError, iter_jsonl, load_model
+from kernelwright.trace.jsonio import DataFileError, load_model
+from kernelwright.trace.trace_set import traces_by_definition
 
 
 @dataclass
@@ -76,15 +77,12 @@ def append_run(ts: TraceSet, plans, traces: Dict[str, List[Trace]]) -> Appended:
 
 # -- a results folder ------------------------------------------------------------------------
 def _results_traces(results: Path) -> Dict[str, List[Trace]]:
-    files = sorted((results / "traces").glob("*.jsonl")) or sorted(results.glob("*.jsonl"))
+    from kernelwright.report.summary import results_trace_files
+
+    files = results_trace_files(results)
     if not files:
         raise FileNotFoundError(f"{results}: no traces/*.jsonl (not a bench or eval results folder)")
-    out: Dict[str, List[Trace]] = {}
-    for f in files:
-        for t in iter_jsonl(Trace, f):
-            if not t.is_workload_trace():
-                out.setdefault(t.definition, []).append(t)
-    return out
+    return traces_by_definition(files, keep=lambda t: not t.is_workload_trace())
 
 
 def _results_definitions(results: Path, names: Iterable[str]) -> Dict[str, Definition]:

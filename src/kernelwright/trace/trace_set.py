@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List
+from typing import Callable, Dict, Iterable, List, Optional
 
 from kernelwright.trace.definition import Definition
 from kernelwright.trace.jsonio import DataFileError, append_jsonl, dump_json, iter_jsonl, load_model
@@ -48,24 +48,10 @@ class TraceSet:
         if not root.is_dir():
             raise DataFileError(f"{root}: not a folder")
         ts = cls(root=root)
-        for p in sorted((root / "definitions").rglob("*.json")):
-            d = load_model(Definition, p)
-            if d.name in ts.definitions:
-                raise DataFileError(f"{p}: definition {d.name!r} is also in {ts.definition_files[d.name]}")
-            ts.definitions[d.name] = d
-            ts.definition_files[d.name] = p
-        for p in sorted((root / "solutions").rglob("*.json")):
-            s = load_model(Solution, p)
-            if s.name in ts.solutions:
-                raise DataFileError(f"{p}: solution {s.name!r} is also in {ts.solution_files[s.name]}")
-            ts.solutions[s.name] = s
-            ts.solution_files[s.name] = p
-        for p in sorted((root / "workloads").rglob("*.jsonl")):
-            for t in iter_jsonl(Trace, p):
-                ts.workloads.setdefault(t.definition, []).append(t)
-        for p in sorted((root / "traces").rglob("*.jsonl")):
-            for t in iter_jsonl(Trace, p):
-                ts.traces.setdefault(t.definition, []).append(t)
+        _load_named(root / "definitions", Definition, "definition", ts.definitions, ts.definition_files)
+        _load_named(root / "solutions", Solution, "solution", ts.solutions, ts.solution_files)
+        ts.workloads = traces_by_definition(sorted((root / "workloads").rglob("*.jsonl")))
+        ts.traces = traces_by_definition(sorted((root / "traces").rglob("*.jsonl")))
         return ts
 
     # -- where things go ---------------------------------------------------------------------
@@ -96,11 +82,7 @@ class TraceSet:
                 raise DataFileError(f"{self.definition_files.get(definition.name, self.root)}: holds another "
                                     f"definition named {definition.name!r}")
             return self.definition_files.get(definition.name, self.definition_path(definition))
-        path = self.definition_path(definition)
-        dump_json(definition, path)
-        self.definitions[definition.name] = definition
-        self.definition_files[definition.name] = path
-        return path
+        return _write_new(definition, self.definition_path(definition), self.definitions, self.definition_files)
 
     def solution_conflict(self, solution: Solution) -> str:
         """'' when ``solution`` may be added (absent, or the same content), else one line."""
@@ -118,11 +100,7 @@ class TraceSet:
             raise DataFileError(problem)
         if solution.name in self.solutions:
             return self.solution_files.get(solution.name, self.solution_path(solution))
-        path = self.solution_path(solution)
-        dump_json(solution, path)
-        self.solutions[solution.name] = solution
-        self.solution_files[solution.name] = path
-        return path
+        return _write_new(solution, self.solution_path(solution), self.solutions, self.solution_files)
 
     def add_workloads(self, workloads: Iterable[Trace]) -> int:
         """Append the workload traces whose uuid the definition does not have yet; returns how many."""
@@ -156,3 +134,35 @@ class TraceSet:
             path = self.traces_path(name)
             path.unlink(missing_ok=True)
             append_jsonl(items, path)
+
+
+def _load_named(folder: Path, model, kind: str, found: Dict, files: Dict[str, Path]) -> None:
+    """Load every ``*.json`` below ``folder`` as ``model`` into ``found`` and where it was into
+    ``files`` (both by name).  Raises DataFileError on a bad file or a name already found."""
+    for p in sorted(folder.rglob("*.json")):
+        item = load_model(model, p)
+        if item.name in found:
+            raise DataFileError(f"{p}: {kind} {item.name!r} is also in {files[item.name]}")
+        found[item.name] = item
+        files[item.name] = p
+
+
+def _write_new(item, path: Path, found: Dict, files: Dict[str, Path]) -> Path:
+    """Write ``item`` (a Definition or Solution) to ``path`` and enter both into ``found`` and
+    ``files`` (by name); returns ``path``."""
+    dump_json(item, path)
+    found[item.name] = item
+    files[item.name] = path
+    return path
+
+
+def traces_by_definition(files: Iterable[Path],
+                         keep: Optional[Callable[[Trace], bool]] = None) -> Dict[str, List[Trace]]:
+    """The traces of the JSONL ``files``, by definition name, in file order; only those ``keep``
+    accepts where it is given."""
+    traces: Dict[str, List[Trace]] = {}
+    for f in files:
+        for t in iter_jsonl(Trace, f):
+            if keep is None or keep(t):
+                traces.setdefault(t.definition, []).append(t)
+    return traces

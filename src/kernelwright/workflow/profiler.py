@@ -104,17 +104,12 @@ def _call_factory(builtin, sol, fn, workload, device):
 
 
 def _latency_ms(call, device, repeats: int) -> float:
-    import torch
+    from kernelwright.gate.timing import eager_event_ms
 
     times = []
     for _ in range(repeats):
         if device.type == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            call()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b))
+            times.append(eager_event_ms(call))
         else:
             t0 = time.perf_counter()
             call()

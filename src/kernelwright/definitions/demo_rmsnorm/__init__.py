@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
 import torch
 
-from kernelwright.definitions.base import BuiltinDefinition, RooflineWork, StrictRule, Tolerance, load_definition
+from kernelwright.definitions.base import RooflineWork, StrictRule, Tolerance, load_definition, package_builtin
 from kernelwright.definitions.demo_rmsnorm import reference
 from kernelwright.inputs import random_tensor
 from kernelwright.trace import Definition, RandomInput, ScalarInput, Workload
@@ -53,18 +54,12 @@ def quick_workloads() -> List[Workload]:
 # kernel reaches ~4.4e-3 (worst row ~4.9e-3); an output scaled by 0.8 scores 0.2
 STRICT = StrictRule(max_rel_l2=2e-2, max_row_rel_l2=3e-2, row_axes=1)
 
-BUILTIN = BuiltinDefinition(
+BUILTIN = package_builtin(
+    sys.modules[__name__],
     short="demo",
-    definition=DEFINITION,
-    reference=reference.run,
     tolerance=Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0, strict=STRICT),
     checker="elementwise",
-    make_inputs=make_inputs,
-    public_workloads=public_workloads,
-    hidden_workloads=hidden_workloads,
-    quick_workloads=quick_workloads,
     quick_axes={},
-    roofline=roofline,
     regime=lambda axes: "T<=64" if axes["num_tokens"] <= 64 else "T>64",
     regimes_order=["T<=64", "T>64"],
 )

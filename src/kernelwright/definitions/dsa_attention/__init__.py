@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
 import torch
 
 from kernelwright.definitions.base import (
-    BuiltinDefinition, RooflineWork, StrictRule, Tolerance, contest_axes, context_of, load_definition,
+    RooflineWork, StrictRule, Tolerance, contest_axes, context_of, load_definition, package_builtin,
 )
 from kernelwright.definitions.dsa_attention import reference
 from kernelwright.inputs import random_tensor, synth_request_sparse_indices, synth_sparse_indices
@@ -116,22 +117,13 @@ def quick_workloads() -> List[Workload]:
 # ~1e-7); an output scaled by 0.8 scores 0.2, a zeroed row 1.0, half of the indices ~1
 STRICT = StrictRule(max_rel_l2=2e-2, max_row_rel_l2=3e-2, row_axes=2)
 
-BUILTIN = BuiltinDefinition(
+BUILTIN = package_builtin(
+    sys.modules[__name__],
     short="attention",
-    definition=DEFINITION,
-    reference=reference.run,
     tolerance=Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0, strict=STRICT),
     checker="attention",
-    make_inputs=make_inputs,
-    public_workloads=public_workloads,
-    hidden_workloads=hidden_workloads,
-    quick_workloads=quick_workloads,
     quick_axes={"topk": 64},
-    roofline=roofline,
-    regime=regime,
     regimes_order=["T<=2", "T>=6"],
-    sweep_workloads=sweep_workloads,
-    sweep_regime=sweep_regime,
     sweep_regimes_order=[f"T={t}" for t in SWEEP_TOKENS],
     size_axis=("query tokens T", lambda axes: axes["num_tokens"]),
     sweep_series=lambda w: f"ctx {(context_of(w.uuid) or 0) // 1024}K",

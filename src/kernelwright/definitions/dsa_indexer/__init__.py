@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
 import torch
 
 from kernelwright.definitions.base import (
-    BuiltinDefinition, RooflineWork, StrictRule, Tolerance, contest_axes, load_definition,
+    RooflineWork, StrictRule, Tolerance, contest_axes, load_definition, package_builtin,
 )
 from kernelwright.definitions.dsa_indexer import reference
 from kernelwright.inputs import random_index_k_cache, random_tensor, synth_block_table, synth_seq_lens
@@ -114,22 +115,13 @@ def quick_workloads() -> List[Workload]:
 # the top-k of scores without one of the 64 heads ~8e-3 (worst row ~1.6e-2)
 STRICT = StrictRule(max_rel_l2=1e-3, max_row_rel_l2=1e-3, row_axes=1)
 
-BUILTIN = BuiltinDefinition(
+BUILTIN = package_builtin(
+    sys.modules[__name__],
     short="indexer",
-    definition=DEFINITION,
-    reference=reference.run,
     tolerance=Tolerance(atol=1e-2, rtol=1e-2, required_matched_ratio=1.0, strict=STRICT),
     checker="topk_indices",
-    make_inputs=make_inputs,
-    public_workloads=public_workloads,
-    hidden_workloads=hidden_workloads,
-    quick_workloads=quick_workloads,
     quick_axes={},
-    roofline=roofline,
-    regime=regime,
     regimes_order=["all-selected pages<=32", "top-k pages>32"],
-    sweep_workloads=sweep_workloads,
-    sweep_regime=sweep_regime,
     sweep_regimes_order=[_context_label(t) for t in SWEEP_CONTEXTS],
     size_axis=("context tokens (longest row)", lambda axes: axes["max_num_pages"] * 64),
     sweep_series=lambda w: f"B={w.axes['batch_size']}",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping
 
 import torch
 
 from kernelwright.definitions.base import (
-    BuiltinDefinition, RooflineWork, StrictRule, Tolerance, contest_axes, load_definition,
+    RooflineWork, StrictRule, Tolerance, contest_axes, load_definition, package_builtin,
 )
 from kernelwright.definitions.moe_fp8 import reference
 from kernelwright.inputs import random_tensor, synth_routing_bias, synth_routing_logits
@@ -136,25 +137,17 @@ def routing_near_ties(inputs) -> torch.Tensor:
 STRICT = StrictRule(max_rel_l2=7e-2, max_row_rel_l2=0.1, row_axes=1, exempt_rows=routing_near_ties,
                     exempt_inputs=("routing_logits", "routing_bias"))
 
-BUILTIN = BuiltinDefinition(
+BUILTIN = package_builtin(
+    sys.modules[__name__],
     short="moe",
-    definition=DEFINITION,
-    reference=reference.run,
     tolerance=Tolerance(atol=1.0, rtol=0.3, required_matched_ratio=0.9, strict=STRICT),
     checker="elementwise",
-    make_inputs=make_inputs,
-    public_workloads=public_workloads,
-    hidden_workloads=hidden_workloads,
-    quick_workloads=quick_workloads,
-    sweep_workloads=sweep_workloads,
     sweep_regime=lambda axes: f"T={axes['seq_len']}",
     sweep_regimes_order=[f"T={t}" for t in SWEEP_SEQ_LENS],
     size_axis=("tokens T", lambda axes: axes["seq_len"]),
     sweep_series=lambda w: f"offset {w.inputs['local_expert_offset'].value}",
     quick_axes={"hidden_size": 256, "intermediate_size": 128, "gemm1_out_size": 256,
                 "num_hidden_blocks": 2, "num_intermediate_blocks": 1, "num_gemm1_out_blocks": 2},
-    roofline=roofline,
-    regime=regime,
     regimes_order=["decode T<=128", "mid 128<T<=4096", "prefill T>4096"],
     # at T <= 16 the cost follows the routing (one token reaches no local expert in about half the
     # draws, about two in the rest): every candidate is timed on the same routings
