@@ -67,8 +67,11 @@ class GateConfig:
     split: str = "public"
     salt: str = "kernelwright-public"
     # drawn per run (os.urandom) and mixed into every input seed, so no solution can compute the
-    # inputs of its timed iterations in advance (red-team case ``predict_inputs``); recorded in each
-    # trace's gate notes (``input_nonce``), and a run with the same nonce reproduces the inputs
+    # inputs of its timed iterations in advance (red-team case ``predict_inputs``); a run with the
+    # same nonce reproduces the inputs.  Each trace records only its SHA-256 (``input_nonce_sha256``):
+    # the traces are written while later workloads run, and a worker that read the nonce there
+    # could predict every later input; the nonce itself is in summary.json (``meta.config``),
+    # written after every worker has exited
     nonce: str = field(default_factory=lambda: os.urandom(8).hex())
     # True (``--contest-rule``): every check judged by the FlashInfer-Bench rule alone; the strict
     # errors are still computed and recorded (``Tolerance.contest_only``, gate/checkers.py)
@@ -1004,12 +1007,20 @@ def _time_trials(ev: _Judging) -> Optional[Trace]:
     return None
 
 
+def nonce_commitment(nonce: str) -> str:
+    """What a trace records of the run's input nonce: its SHA-256 (hex), which the nonce in
+    summary.json can be checked against and which tells nothing of the seeds."""
+    import hashlib
+
+    return hashlib.sha256(nonce.encode()).hexdigest()
+
+
 def _plan_timing(ev: _Judging) -> None:
     """This candidate's own timed inputs (``TimingPlan``) and the notes that say how they were
     drawn; a workload whose fixed inputs leave no twin gets a FIXED_INPUTS warning."""
     cfg = ev.cfg
     ev.plan = plan = ev.ctx.plan_for(candidate_key(ev.run))
-    ev.notes = {"input_nonce": cfg.nonce, "input_candidate": plan.candidate}
+    ev.notes = {"input_nonce_sha256": nonce_commitment(cfg.nonce), "input_candidate": plan.candidate}
     fixed_note = ev.ctx.fresh_note()
     if fixed_note:
         ev.notes["fixed_inputs"] = fixed_note
