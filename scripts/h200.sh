@@ -58,7 +58,8 @@ for stage in "$@"; do
       mkdir -p /tmp/records/$name && cp /tmp/kw-$name/*.json /tmp/kw-$name/traces/*.jsonl /tmp/kw-$name.log /tmp/records/$name/ 2>/dev/null
       tar czf /tmp/records/$name-logs.tgz -C /tmp/kw-$name logs 2>/dev/null;;
     redteam) # RT_CASES: space-separated case ids, or "all" (default: the CUDA-only ones and a few
-             # controls); RT_CANARIES=1 adds the zeros/constant canaries; RT_NAME names the record
+             # controls); RT_CANARIES=1 adds the zeros/constant canaries; RT_NAME names the record;
+             # RT_JOBS: workers at once (default 1 on CUDA: the timing cases need the GPU alone)
       mkdir -p /tmp/records
       name=${RT_NAME:-redteam-cuda}
       args=""
@@ -67,6 +68,7 @@ for stage in "$@"; do
       fi
       if [ "${RT_CANARIES:-0}" = 1 ]; then args="$args --canaries"; else args="$args --no-canaries"; fi
       [ -n "${RT_LOGS:-}" ] && args="$args --out /tmp/records/$name-logs"
+      [ -n "${RT_JOBS:-}" ] && args="$args --jobs $RT_JOBS"
       timeout -k 10 ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --json /tmp/records/$name.json 2>&1 | tee /tmp/records/$name.log | tail -${RT_TAIL:-25};;
     probe) # the gate's timed loop vs a micro-benchmark loop on the shipped MoE (PROBE_ARGS)
       mkdir -p /tmp/records

@@ -25,7 +25,11 @@ def _selected(session, prefix):
 @pytest.fixture(scope="session")
 def cpu_results(request, tmp_path_factory):
     ids = _selected(request.session, "test_case") or CPU_CASES
-    results = run_catalogue("cpu", ids, jobs=2, out_root=tmp_path_factory.mktemp("redteam"))
+    streamed = []
+    results = run_catalogue("cpu", ids, jobs=2, out_root=tmp_path_factory.mktemp("redteam"),
+                            on_result=streamed.append)
+    # every result reaches the caller as it ends (the CLI's --json keeps a cut-short run's part)
+    assert sorted(r.case.id for r in streamed) == sorted(r.case.id for r in results)
     return {r.case.id: r for r in results}
 
 

@@ -51,6 +51,42 @@ def _canary_table(results) -> Table:
     return table
 
 
+class _Record:
+    """The ``--json`` record, rewritten after every case and canary (``complete: false`` until the
+    end), so that a run cut short by a timeout keeps what it finished."""
+
+    def __init__(self, path: Optional[Path], device: str):
+        self.path, self.device = path, device
+        self.cases: list = []
+        self.canaries: list = []
+        self.head: dict = {}
+        if path is not None:
+            from kernelwright.gate.environment import environment, source_revision
+
+            self.head = {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
+                         "device": device, "environment": environment(device).model_dump(),
+                         "code": source_revision()}
+
+    def add_case(self, result) -> None:
+        if result.verdict != "SKIPPED":
+            console.print(f"{'ok' if result.ok else 'UNEXPECTED'}  {result.case.id}: {result.verdict} "
+                          f"{', '.join(result.reasons)}", markup=False, highlight=False)
+        self.cases.append(result.as_dict())
+        self.write(ok=None, complete=False)
+
+    def add_canary(self, result) -> None:
+        console.print(f"{'ok' if result.ok else 'UNEXPECTED'}  canary {result.definition} {result.kind}: "
+                      f"{result.verdict}", markup=False, highlight=False)
+        self.canaries.append(result.as_dict())
+        self.write(ok=None, complete=False)
+
+    def write(self, ok: Optional[bool], complete: bool) -> None:
+        if self.path is None:
+            return
+        write_json(self.path, {**self.head, "ok": ok, "complete": complete,
+                               "cases": self.cases, "canaries": self.canaries})
+
+
 @one_line_errors
 def redteam_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: cuda when available)."),
@@ -85,9 +121,11 @@ def redteam_cmd(
             raise UsageError(f"unknown case(s) {bad}; known: {', '.join(sorted(known))}")
     run_canary_set = canaries if canaries is not None else not ids
     root = out or None
+    record = _Record(json_out, device)
 
     with console.status("red-team cases…"):
-        results = run_catalogue(device, ids, jobs=jobs, out_root=root / "cases" if root else None)
+        results = run_catalogue(device, ids, jobs=jobs, out_root=root / "cases" if root else None,
+                                on_result=record.add_case)
     console.print(_cases_table(results))
     for r in results:
         if r.verdict == "SKIPPED":
@@ -98,7 +136,8 @@ def redteam_cmd(
     canary_results = []
     if run_canary_set:
         with console.status("canaries…"):
-            canary_results = run_canaries(device, out_root=root / "canaries" if root else None, jobs=jobs)
+            canary_results = run_canaries(device, out_root=root / "canaries" if root else None, jobs=jobs,
+                                          on_result=record.add_canary)
         console.print(_canary_table(canary_results))
         for c in canary_results:
             if c.detail:
@@ -108,14 +147,8 @@ def redteam_cmd(
     console.print(f"{sum(r.ok for r in ran)}/{len(ran)} cases as expected"
                   + (f", {sum(c.ok for c in canary_results)}/{len(canary_results)} canaries rejected" if canary_results else "")
                   + f", {len(results) - len(ran)} skipped")
+    record.write(ok=ok, complete=True)
     if json_out:
-        from kernelwright.gate.environment import environment, source_revision
-
-        write_json(json_out, {"command": command_line(), "date": _dt.datetime.now().isoformat(timespec="seconds"),
-                              "device": device, "environment": environment(device).model_dump(),
-                              "code": source_revision(), "ok": ok,
-                              "cases": [r.as_dict() for r in results],
-                              "canaries": [c.as_dict() for c in canary_results]})
         console.print(f"results in [bold]{json_out}[/bold]")
     if not ok:
         raise typer.Exit(1)

@@ -296,9 +296,11 @@ def run_canary(builtin_name: str, kind: str, device: str, out_root: Path, cfg=No
 
 
 def run_canaries(device: str = "cpu", names: Optional[List[str]] = None, out_root: Optional[Path] = None,
-                 jobs: int = 2, kinds: Optional[List[str]] = None) -> List[CanaryResult]:
+                 jobs: int = 2, kinds: Optional[List[str]] = None,
+                 on_result: Callable[[CanaryResult], None] = lambda r: None) -> List[CanaryResult]:
     """Every canary (``kinds_for``; only ``kinds`` when given) on every built-in definition
-    (``names``: short names; default all), at quick sizes."""
+    (``names``: short names; default all), at quick sizes; ``on_result`` is called with each
+    result as it ends."""
     import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
@@ -311,4 +313,8 @@ def run_canaries(device: str = "cpu", names: Optional[List[str]] = None, out_roo
     with private_cache():
         _prepare_parent()
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return list(pool.map(lambda nk: run_canary(nk[0], nk[1], device, root), jobs_list))
+            results = []
+            for res in pool.map(lambda nk: run_canary(nk[0], nk[1], device, root), jobs_list):
+                results.append(res)
+                on_result(res)
+            return results

@@ -299,8 +299,11 @@ def _prepare_parent() -> None:
 
 
 def run_catalogue(device: str = "cpu", ids: Optional[Iterable[str]] = None, jobs: int = 2,
-                  out_root: Optional[Path] = None, log: Callable[[str], None] = lambda s: None) -> List[CaseResult]:
-    """Run the selected cases (all by default); CUDA-only cases are SKIPPED on CPU."""
+                  out_root: Optional[Path] = None, log: Callable[[str], None] = lambda s: None,
+                  on_result: Callable[[CaseResult], None] = lambda r: None) -> List[CaseResult]:
+    """Run the selected cases (all by default); CUDA-only cases are SKIPPED on CPU.
+    ``on_result`` is called with each case's result as it ends (in completion order), so that a
+    caller can keep what is done when a long run is cut short."""
     cases = select_cases(ids)
     with private_cache():
         _prepare_parent()
@@ -311,9 +314,11 @@ def run_catalogue(device: str = "cpu", ids: Optional[Iterable[str]] = None, jobs
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             for res in pool.map(lambda c: run_case(c, device, root, log=log), parallel):
                 results[res.case.id] = res
+                on_result(res)
         for c in serial:
             results[c.id] = run_case(c, device, root, log=log)
             _remove_planted_files()
+            on_result(results[c.id])
     return [results[c.id] for c in cases]
 
 
