@@ -55,7 +55,20 @@ def attack(conn, targets):
     _attempt(results, "signal the parent", signal_parent)
     for name, path in targets["writes"].items():
         _attempt(results, f"write {name}", write_to(path))
+    def read_results_folder():
+        folder = targets["results"]
+        if not os.listdir(folder):
+            raise OSError(0, "empty")
+        with open(os.path.join(folder, "summary.json"), "rb") as fh:
+            fh.read()
+
     _attempt(results, "read the salt", read_secret)
+    if targets.get("results"):
+        _attempt(results, "read the results folder", read_results_folder)
+    if targets.get("expect"):
+        from kernelwright.gate import sandbox
+
+        results["self_test_failed"] = sandbox.self_test(targets["expect"])["failed"]
     _attempt(results, "write scratch", write_to(os.environ.get("TMPDIR", "/tmp")))
     results["uid"] = os.getuid()
     conn.send(results)

@@ -44,8 +44,10 @@ def test_effective_level_comes_from_the_parents_observation():
     assert b.effective_level() == "none" and b.as_note()["self_test_failed"]
 
 
-def _probe(level, tmp_path, parent_env_secret="probe-secret-value"):
-    """Start tests.gate.boundary_probe.attack behind ``level``; returns its results."""
+def _probe(level, tmp_path, results=None, hide=None):
+    """Start tests.gate.boundary_probe.attack behind ``level``; returns its results.  ``results``:
+    a results folder the probe tries to read; ``hide``: what the boundary hides (default the
+    salt's folder)."""
     import torch.multiprocessing as tmp
 
     from tests.gate import boundary_probe
@@ -59,12 +61,14 @@ def _probe(level, tmp_path, parent_env_secret="probe-secret-value"):
     os.chmod(secret.parent, 0o755)
     sleeper = subprocess.Popen(["sleep", "60"])
     log_fd = os.open(tmp_path / f"{level}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    launch = sandbox.plan_launch(level, "cpu", log_fd if level != "none" else None, hide=[secret.parent])
+    launch = sandbox.plan_launch(level, "cpu", log_fd if level != "none" else None,
+                                 hide=[secret.parent] if hide is None else hide)
     ctx = tmp.get_context("spawn")
     a, b = ctx.Pipe()
     targets = {"parent_pid": os.getpid(), "root_pid": sleeper.pid, "secret": str(secret),
                "writes": {"repository": os.path.dirname(os.path.abspath(__file__)),
-                          "site-packages": guards.site_dirs()[0], "outside scratch": outside}}
+                          "site-packages": guards.site_dirs()[0], "outside scratch": outside},
+               "results": str(results) if results else None, "expect": launch.expect}
     proc = ctx.Process(target=boundary_probe.attack, args=(b, targets), daemon=True)
     sandbox.protect_parent()
     try:
@@ -111,6 +115,15 @@ def test_without_the_boundary_the_same_attempts_succeed(tmp_path):
     assert all(results[k] == "ok" for k in ATTACKS + ("write outside scratch",)), results
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not ROOT, reason="the control needs root (what the boundary takes away)")
+def test_without_the_boundary_the_results_folder_is_readable(tmp_path, results_folder):
+    """The control of the results-folder tests below: without a boundary the worker reads it."""
+    results, _ = _probe("none", tmp_path, results=results_folder,
+                        hide=guards.boundary_hidden_dirs(results_folder, results_folder / "logs"))
+    assert results["read the results folder"] == "ok", results
+
+
 def test_salt_leaves_the_exec_environment(tmp_path):
     """KERNELWRIGHT_HIDDEN_SALT is out of os.environ and out of /proc/self/environ as soon as
     kernelwright is imported, and the salt is still the one the environment gave."""
@@ -131,3 +144,75 @@ def test_salt_file_is_kept_private(tmp_path, monkeypatch):
     os.chmod(tmp_path / "hidden_salt", 0o644)
     hidden.hidden_salt()
     assert stat.S_IMODE(os.stat(tmp_path / "hidden_salt").st_mode) == 0o600
+
+
+BOUNDARY = pytest.mark.skipif(not ROOT or sandbox.why_unavailable("full") is not None,
+                              reason="needs root, unshare, setpriv")
+
+
+@pytest.fixture
+def results_folder(monkeypatch, tmp_path):
+    """A results folder as ``kernelwright bench`` leaves one by default: under ``kw-results/`` in
+    the checkout (outside /tmp, whose private tmpfs hides every temp folder anyway), mode 0755,
+    with a summary.json anyone may read; the cache at ``tmp_path/cache``."""
+    import secrets
+    import shutil
+    from pathlib import Path
+
+    monkeypatch.setenv("KERNELWRIGHT_CACHE", str(tmp_path / "cache"))
+    folder = Path(__file__).resolve().parents[2] / "kw-results" / f"test-boundary-{secrets.token_hex(4)}"
+    (folder / "logs").mkdir(parents=True)
+    os.chmod(folder, 0o755)
+    (folder / "summary.json").write_text('{"meta": {"config": {"nonce": "0123"}}}')
+    os.chmod(folder / "summary.json", 0o644)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+@BOUNDARY
+@pytest.mark.parametrize("level", ["full", "mount"])
+def test_the_results_folder_is_hidden_like_the_cache(level, tmp_path, results_folder):
+    """The session's hidden directories (``guards.boundary_hidden_dirs``: cache, results folder,
+    logs) behind ``level``: the results folder cannot be read and the self-test's "hidden" checks
+    pass; without it in the list the same folder is readable (so this test can fail)."""
+    hidden = guards.boundary_hidden_dirs(results_folder, results_folder / "logs")
+    assert hidden == [str(tmp_path / "cache"), str(results_folder), str(results_folder / "logs")]
+    results, _ = _probe(level, tmp_path, results=results_folder, hide=hidden)
+    assert results["read the results folder"] != "ok" and results["read the salt"] != "ok", results
+    assert results["self_test_failed"] == [], results["self_test_failed"]
+    control, _ = _probe(level, tmp_path, results=results_folder, hide=[tmp_path / "cache"])
+    assert control["read the results folder"] == "ok", control
+
+
+@pytest.mark.slow
+@BOUNDARY
+def test_a_hidden_folder_inside_a_readable_path_bound_back_stays_hidden(tmp_path, monkeypatch):
+    """A hidden folder in a directory the view replaces (here /tmp; /root for a checkout there) but
+    inside a readable path bound back into it (the checkout, with its kw-results/) is visible
+    through that path: it is covered too."""
+    repo = tmp_path / "repo"
+    inner = repo / "kw-results" / "run"
+    inner.mkdir(parents=True)
+    for d in (repo, repo / "kw-results", inner):
+        os.chmod(d, 0o755)
+    (inner / "summary.json").write_text("{}")
+    os.chmod(inner / "summary.json", 0o644)
+    monkeypatch.setenv(sandbox.READABLE_ENV, str(repo))
+    results, _ = _probe("full", tmp_path, results=inner, hide=[inner])
+    assert results["read the results folder"] != "ok" and results["self_test_failed"] == [], results
+    control, _ = _probe("full", tmp_path, results=inner, hide=[])
+    assert control["read the results folder"] == "ok", control
+
+
+def test_a_session_hides_the_results_folder_above_its_logs(tmp_path):
+    """``WorkerSession``'s results folder (hidden behind the boundary) is the folder above its logs,
+    the one its default ``protect`` watches, unless given."""
+    from kernelwright.gate.session import WorkerSession
+    from kernelwright.redteam import get_case
+
+    sol = get_case("honest_triton").solution()
+    session = WorkerSession(sol, "cpu", log_dir=tmp_path / "run" / "logs")
+    assert session.results_dir == tmp_path / "run" and str(tmp_path / "run") in session.protect
+    assert WorkerSession(sol, "cpu", log_dir=tmp_path / "logs", protect=[],
+                         results_dir=tmp_path / "elsewhere").results_dir == tmp_path / "elsewhere"

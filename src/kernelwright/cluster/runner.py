@@ -127,7 +127,8 @@ class JobRunner:
         candidate = Candidate(solution, cand["label"], role=cand["role"], trusted=cand["trusted"],
                               prepare=cand["prepare"], requires_kernel=cand["requires_kernel"])
         session = WorkerSession(solution, self.gate_device, timeouts, trusted=cand["trusted"],
-                                prepare=cand["prepare"], log_dir=folder, data_files=list(data_files))
+                                prepare=cand["prepare"], log_dir=folder, data_files=list(data_files),
+                                results_dir=Path(log_dir).parent if log_dir else None)   # the run's folder (hidden)
         run = SolutionRun(session, requires_kernel=cand["requires_kernel"], label=cand["label"],
                           warnings=_static_warnings(candidate))
         self._runs[key] = run

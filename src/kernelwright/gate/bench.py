@@ -103,7 +103,8 @@ def run_bench(plans: List[BenchPlan], cfg: GateConfig, out_dir: Path, timeouts: 
                 continue
             session = WorkerSession(cand.solution, cfg.device, timeouts, trusted=cand.trusted,
                                     prepare=cand.prepare, log_dir=out_dir / "logs", protect=protect,
-                                    data_files=definitions.data_files(plan.builtin, plan.workloads))
+                                    data_files=definitions.data_files(plan.builtin, plan.workloads),
+                                    results_dir=out_dir)
             runs.append((cand, SolutionRun(session, requires_kernel=cand.requires_kernel, label=cand.label,
                                            warnings=static_warnings(cand))))
         candidate = {id(srun): cand for cand, srun in runs}

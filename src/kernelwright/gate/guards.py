@@ -721,6 +721,16 @@ def boundary_readonly_dirs() -> List[str]:
     return [os.path.dirname(os.path.abspath(kernelwright.__file__))] + site_dirs()
 
 
+def boundary_hidden_dirs(results_dir=None, log_dir=None) -> List[str]:
+    """Directories a bounded worker must not see (``sandbox.plan_launch``'s ``hide``: each covered
+    by an empty tmpfs no uid can enter, and the worker's self-test tries to list each): the
+    kernelwright cache (device ceilings, hidden salt), the run's results folder (traces, other
+    candidates' sources and traces, summary.json with the run's nonce) and the worker logs.  The
+    parent watches the same folders from outside (``protected_roots``), unaffected."""
+    dirs = [cache_root()] + [os.path.abspath(str(d)) for d in (results_dir, log_dir) if d is not None]
+    return list(dict.fromkeys(dirs))
+
+
 def boundary_secret_files() -> List[str]:
     """Files a bounded worker must not be able to read (its self-test tries each): the hidden
     split's salt, when it exists."""

@@ -14,7 +14,8 @@ Levels, strongest first (``KERNELWRIGHT_ISOLATION``; ``auto``, the default, is `
 ``mount``
     ``unshare --mount``: every mount read-only (``mount_setattr(2)``, recursive), fresh tmpfs
     on ``/tmp`` and ``/var/tmp`` with only the worker's scratch directory in them, the
-    kernelwright cache and the run's worker logs covered by an empty tmpfs, and directories the
+    kernelwright cache, the run's results folder and its worker logs covered by an empty tmpfs
+    (``guards.boundary_hidden_dirs``), and directories the
     worker's uid cannot enter (``/root`` holding the interpreter) replaced by a tmpfs that holds
     only what the worker must read (the interpreter, ``sys.path``, the working directory), bound
     back read-only.  ``/dev`` stays (device files ignore read-only mounts); ``/dev/shm`` is a
@@ -43,7 +44,8 @@ What the parent knows about a worker (``Boundary.as_note``, the trace's ``gate.n
 comes from three places: the level it set up, ``observe(pid)`` (the worker's uid, capabilities,
 no_new_privs and namespaces read from ``/proc/<pid>`` by the parent: a solution cannot change
 those back) and ``self_test`` (run in the worker before any solution code: it tries to open the
-parent's memory and environment, to write the package and site-packages, to read the cache).
+parent's memory and environment, to write the package and site-packages, to read the salt, to
+list the hidden directories).
 
 This file runs as a script in the set-up step (``python -I -S sandbox.py PLAN``), so its
 module level imports the standard library only.
@@ -277,7 +279,8 @@ def plan_launch(level: str, device: str, log_fd: Optional[int], hide=(), readonl
     paths (``readable_paths``, plus the folders of the ``data`` files the run's definitions read:
     a definition JSON, safetensors blobs; ``hide``: directories covered by an empty tmpfs), the
     log descriptor the set-up step makes its stdout/stderr, and the self-test's expectations
-    (``readonly`` directories, ``secret`` files).  ``none``: nothing (an empty prefix)."""
+    (``readonly`` directories, ``secret`` files, and under ``full`` and ``mount`` the ``hide``
+    directories, which must not list).  ``none``: nothing (an empty prefix)."""
     if level == "none":
         return Launch([], [], {"level": "none"})
     uid = new_uid(taken_uids)
@@ -298,7 +301,8 @@ def plan_launch(level: str, device: str, log_fd: Optional[int], hide=(), readonl
             "log_fd": log_fd, "drop_env": ["KERNELWRIGHT_HIDDEN_SALT"], "data_binds": data_binds}
     expect = {"level": level, "uid": uid, "parent_pid": os.getpid(),
               "parent_ns": {k: os.readlink(f"/proc/self/ns/{k}") for k in ("pid", "mnt")},
-              "readonly": list(readonly), "secret": list(secret)}
+              "readonly": list(readonly), "secret": list(secret),
+              "hidden": list(plan["hide"]) if level in ("full", "mount") else []}
     return Launch(launch_prefix(level, plan), [log_fd] if log_fd is not None else [], expect, uid, scratch)
 
 
@@ -404,7 +408,8 @@ def self_test(expect: Dict[str, Any]) -> Dict[str, Any]:
     tries what a solution would try and passes only if it is refused.  ``expect``: the plan's
     ``level``, ``uid``, ``parent_pid`` (the parent as the parent's namespace numbers it),
     ``parent_ns`` ({pid, mnt}: the parent's namespace links), ``readonly`` (directories that must
-    not be writable), ``secret`` (files that must not be readable).  Returns {passed: [...],
+    not be writable), ``secret`` (files that must not be readable), ``hidden`` (directories that
+    must not list: absent, or an empty tmpfs it cannot enter).  Returns {passed: [...],
     failed: [...]} (check names, failures with the reason)."""
     level = expect.get("level", "none")
     passed: List[str] = []
@@ -456,6 +461,12 @@ def self_test(expect: Dict[str, Any]) -> Dict[str, Any]:
             check(f"unreadable {path}", False, "readable")
         except OSError:
             check(f"unreadable {path}", True)
+    for directory in expect.get("hidden") or []:
+        try:
+            listed = os.listdir(directory)
+        except OSError:
+            listed = []
+        check(f"hidden {directory}", not listed, f"lists {sorted(listed)[:3]}")
     tmp = os.environ.get("TMPDIR") or "/tmp"
     try:
         probe = os.path.join(tmp, f".kw-scratch-probe-{os.getpid()}")
@@ -607,9 +618,10 @@ def build_view(plan: Dict[str, Any]) -> None:
             m.attach(tree, f)
         else:
             os.close(tree)
+    # what must stay hidden, where the view still shows it (the mounts above are in place: a folder
+    # in a replaced directory is absent unless a readable path bound back holds it)
     for hidden in plan.get("hide") or []:
-        if os.path.isdir(hidden) and not any(inside(hidden, r) for r in outermost) \
-                and not any(inside(p, hidden) for p in readable):
+        if os.path.isdir(hidden) and not any(inside(p, hidden) for p in readable):
             m.tmpfs(hidden, "0000")
     m.attributes("/", set_=_MOUNT_ATTR_RDONLY | _MOUNT_ATTR_NOSUID)
     for writable in ["/proc"] + [t for t in temporary if t in outermost]:

@@ -75,13 +75,17 @@ class WorkerSession:
     def __init__(self, solution: Solution, device: str, timeouts: Optional[Timeouts] = None,
                  trusted: bool = False, prepare: Optional[str] = None, log_dir: Optional[Path] = None,
                  protect: Optional[List[str]] = None, isolation: Optional[str] = None,
-                 data_files: Optional[List[str]] = None):
+                 data_files: Optional[List[str]] = None, results_dir: Optional[Path] = None):
+        """``results_dir``: the run's results folder, hidden from a bounded worker like the cache
+        and the logs (``guards.boundary_hidden_dirs``); default the folder above ``log_dir``,
+        which is also what the default ``protect`` watches."""
         self.solution = solution
         self.device = device
         self.timeouts = timeouts or Timeouts()
         self.trusted = trusted
         self.prepare = prepare
         self.log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="kw-logs-"))
+        self.results_dir = Path(results_dir) if results_dir else (self.log_dir.parent if log_dir else None)
         if protect is None:
             protect = guards.protected_roots(self.log_dir.parent if log_dir else None)
         self.protect = list(protect)
@@ -153,7 +157,7 @@ class WorkerSession:
             log_arg = None
         try:
             launch = sandbox.plan_launch(level, self.device, log_fd,
-                                         hide=[guards.cache_root(), os.path.abspath(self.log_dir)],
+                                         hide=guards.boundary_hidden_dirs(self.results_dir, self.log_dir),
                                          readonly=guards.boundary_readonly_dirs(),
                                          secret=guards.boundary_secret_files(), taken_uids=_LIVE_UIDS,
                                          data=self.data_files)
