@@ -194,19 +194,29 @@ def test_one_zeroed_row_fails_the_per_row_bound_only():
     assert not r.passed and r.reason == "STRICT_TOLERANCE" and "per-row" in r.detail
 
 
-def test_a_row_decided_by_a_near_tie_is_exempt_from_the_per_row_bound_only():
+def test_a_row_decided_by_a_near_tie_is_judged_against_its_alternatives():
     from dataclasses import replace
+
+    from kernelwright.definitions.base import RowAlternatives
 
     y = _big(rows=1000)
     x = y.clone()
     x[17] = 0.0                                   # routed the other way: the row is lost
     exempt = torch.zeros(1000, dtype=torch.bool)
     exempt[17] = True
-    tol = replace(MOE_LIKE, strict=replace(MOE_LIKE.strict, exempt_rows=lambda inputs: inputs["tie"]))
+
+    def alternatives(inputs, rows):               # the tie broken the other way: row 17 lost
+        return RowAlternatives(rows, {"output": torch.zeros((rows.numel(), y.shape[1]), dtype=y.dtype)})
+
+    tol = replace(MOE_LIKE, strict=replace(MOE_LIKE.strict, exempt_rows=lambda inputs: inputs["tie"],
+                                           alternatives=alternatives))
     r = check_elementwise({"output": x}, {"output": y}, tol, inputs={"tie": exempt})
-    assert r.passed and r.strict["output"]["exempt_rows"] == 1.0
+    assert r.passed and r.strict["output"]["exempt_rows"] == 1.0 and r.strict["output"]["alternative_rows"] == 1.0
     assert r.strict["output"]["row_rel_l2"] < 0.01 and r.strict["output"]["rel_l2"] > 0.02   # still in the total
-    exempt[17], exempt[18] = False, True          # another row exempt: row 17 is judged again
+    x[17] = y[17] * 0.5                           # neither the reference nor the alternative
+    assert check_elementwise({"output": x}, {"output": y}, tol, inputs={"tie": exempt}).reason == "STRICT_TOLERANCE"
+    x[17] = 0.0
+    exempt[17], exempt[18] = False, True          # another row exempt: row 17 is judged against y alone
     assert not check_elementwise({"output": x}, {"output": y}, tol, inputs={"tie": exempt}).passed
 
 
@@ -281,18 +291,3 @@ def test_every_builtin_definition_has_a_strict_rule():
         assert strict is not None and 0 < strict.max_rel_l2 < 0.2, b.name   # a 0.8x output must fail
         assert b.tolerance.rule == "contest+strict" and b.with_contest_rule().tolerance.rule == "contest"
         assert b.quick_variant().tolerance == b.tolerance
-
-
-def test_a_sampled_moe_reference_keeps_the_inputs_its_strict_exemption_reads():
-    """The gate keeps only references of sampled iterations (no inputs); the MoE strict rule's
-    near-tie exemption reads the routing inputs, so those stay (H200, 2026-12-02: the bench
-    stopped on "missing field 'routing_logits'" without them)."""
-    from kernelwright import definitions
-    from kernelwright.gate.evaluate import GateConfig, WorkloadContext
-
-    moe = definitions.get("moe").quick_variant()
-    ctx = WorkloadContext(moe, moe.quick_workloads()[0], GateConfig(device="cpu"))
-    trial = ctx.sample_trial(12345)
-    assert set(trial.inputs) == {"routing_logits", "routing_bias"}
-    r = check_outputs(moe.checker, trial.expected, trial.expected, moe.tolerance, trial.inputs)
-    assert r.passed and "exempt_rows" in r.strict["output"]

@@ -75,6 +75,23 @@ class ReferenceFailed(WorkloadProblem):
 
 
 @dataclass(frozen=True)
+class RowAlternatives:
+    """Other correct references of a few rows of an output: what the reference gives on those
+    rows when a near-tie that decides them is broken another way (``StrictRule.alternatives``).
+
+    ``rows``: int64 [N], the row each alternative belongs to (a row index over the first
+    ``row_axes`` dimensions, flattened; a row may have several alternatives, and ``rows`` may be
+    empty).  ``outputs``: {output name: tensor [N, *row shape]}, the alternative rows, in the
+    output's dtype.  ``unlisted``: int64 [M], rows with more alternatives than the definition
+    enumerates (``moe_fp8.MAX_ROUTINGS``): the per-row bound skips them (recorded as
+    ``unlisted_rows``)."""
+
+    rows: torch.Tensor
+    outputs: Dict[str, torch.Tensor]
+    unlisted: Optional[torch.Tensor] = None
+
+
+@dataclass(frozen=True)
 class StrictRule:
     """kernelwright's own numerical verdict, judged beside the contest rule (docs/gate.md,
     section 2a, gives each definition's thresholds and their measured basis).
@@ -95,20 +112,29 @@ class StrictRule:
     Unlike the contest rule, no fraction of the output may be wrong, and a uniform scale error
     of s costs |1 - s| whatever the output's magnitude.
 
-    ``exempt_rows(inputs)``, where given, returns a bool tensor over the rows (the first
-    ``row_axes`` dimensions) that the per-row bound skips: rows whose reference is decided by a
-    near-tie that a correct implementation may break the other way (MoE: an expert or group
-    choice within ``moe_fp8.ROUTING_TIE_MARGIN`` of score).  They still count in ``rel_l2`` and
-    in the contest rule; the check records how many there were (``exempt_rows``).
-    ``exempt_inputs`` names the inputs it reads (the gate keeps only those beside the references
-    of sampled iterations).
+    Rows decided by a near-tie (MoE: a group or expert choice within
+    ``moe_fp8.ROUTING_TIE_MARGIN`` of score), which a correct implementation may break the other
+    way: ``exempt_rows(inputs)`` returns a bool tensor over the rows (the first ``row_axes``
+    dimensions) that have such a tie, and ``alternatives(inputs, rows)`` (``rows``: int64 [K], the
+    exempt rows) returns their references with each tie broken every other way
+    (``RowAlternatives``).  An exempt row's per-row error is its smallest against the reference
+    and against each of its alternatives: it must still be explained by one routing a correct
+    kernel could have taken.  The check records how many rows were exempt (``exempt_rows``) and
+    how many only an alternative explained (``alternative_rows``).  The two come together.
+
+    Raises:
+        ValueError: ``exempt_rows`` without ``alternatives`` or the other way round.
     """
 
     max_rel_l2: float
     max_row_rel_l2: Optional[float] = None
     row_axes: int = 1
     exempt_rows: Optional[Callable[[Mapping[str, Any]], Any]] = None
-    exempt_inputs: Tuple[str, ...] = ()
+    alternatives: Optional[Callable[[Mapping[str, Any], torch.Tensor], RowAlternatives]] = None
+
+    def __post_init__(self) -> None:
+        if (self.exempt_rows is None) != (self.alternatives is None):
+            raise ValueError("StrictRule: exempt_rows and alternatives come together (an exempt row must be explained)")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
-from kernelwright.definitions.base import StrictRule, Tolerance
+from kernelwright.definitions.base import RowAlternatives, StrictRule, Tolerance
 from kernelwright.gate import guards
 from kernelwright.gate.guards import STRICT_TOLERANCE
 from kernelwright.trace import EvaluationStatus
@@ -92,8 +92,69 @@ def _ratio(num: float, den: float) -> float:
     return 0.0 if num == 0 else math.inf
 
 
-def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
-                  allow_ref_neg_inf: bool = False, exempt: Optional[torch.Tensor] = None) -> Dict[str, Optional[float]]:
+@dataclass
+class RowExemption:
+    """The rows of one check's inputs that a near-tie decides (``StrictRule.exempt_rows``: bool
+    [rows]) and their alternative references (``StrictRule.alternatives``), computed in the parent
+    from the full inputs (``row_exemption``) so that a sampled iteration need not keep them."""
+
+    rows: torch.Tensor
+    alternatives: RowAlternatives
+
+    def for_output(self, name: str) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """(exempt bool [rows], (owner int64 [N], alternative rows [N, ...]), unlisted int64 [M])
+        for output ``name``; no alternatives where the definition gave none for it."""
+        alt = self.alternatives
+        refs = alt.outputs.get(name)
+        if refs is None:
+            refs, owner = torch.zeros((0,)), torch.zeros((0,), dtype=torch.int64)
+        else:
+            owner = alt.rows
+        unlisted = alt.unlisted if alt.unlisted is not None else torch.zeros((0,), dtype=torch.int64)
+        return self.rows, (owner, refs), unlisted
+
+
+def row_exemption(tol: Tolerance, inputs: Optional[Mapping[str, Any]]) -> Optional[RowExemption]:
+    """The near-tie rows of ``inputs`` and their alternative references under ``tol``'s strict rule
+    (None when the rule has no exemption or there are no inputs).  Costs one reference of the
+    exempt rows per alternative (MoE: a few tokens, none at T <= 16 in most draws)."""
+    rule = tol.strict
+    if rule is None or rule.exempt_rows is None or inputs is None:
+        return None
+    rows = torch.as_tensor(rule.exempt_rows(inputs)).reshape(-1).to(torch.bool)
+    return RowExemption(rows, rule.alternatives(inputs, rows.nonzero().reshape(-1)))
+
+
+def _row_ratios(diff_norms: torch.Tensor, ref_norms: torch.Tensor) -> torch.Tensor:
+    """diff / ref per row (float64), with 0/0 = 0 and x/0 = inf (as ``_ratio``)."""
+    safe = torch.where(ref_norms > 0, ref_norms, torch.ones_like(ref_norms))
+    zero_ref = torch.where(diff_norms == 0, torch.zeros_like(diff_norms), torch.full_like(diff_norms, math.inf))
+    return torch.where(ref_norms > 0, diff_norms / safe, zero_ref)
+
+
+def _explain_exempt_rows(x_rows: torch.Tensor, errors: torch.Tensor, judged: torch.Tensor,
+                         owner: torch.Tensor, refs: torch.Tensor):
+    """Per-row errors with every exempt row's alternatives taken into account: a row's error is
+    its smallest against the reference (``errors``) and its alternatives (``refs`` [N, ...] of rows
+    ``owner`` [N]); a row is judged where the reference or one of its alternatives is nonzero.
+    x_rows float32 [rows, cols].  Returns (errors, judged)."""
+    if owner.numel() == 0:
+        return errors, judged
+    owner = owner.to(device=x_rows.device)
+    alt = refs.to(device=x_rows.device, dtype=torch.float32).reshape(owner.numel(), -1)
+    norm = lambda t: torch.linalg.vector_norm(t, dtype=torch.float64, dim=1)  # noqa: E731
+    alt_norms = norm(alt)
+    alt_errors = _row_ratios(norm(x_rows.index_select(0, owner) - alt), alt_norms)
+    best = torch.full_like(errors, math.inf).scatter_reduce(0, owner, alt_errors, reduce="amin")
+    judged = judged.clone()
+    judged[owner[alt_norms > 0]] = True
+    return torch.minimum(errors, best), judged
+
+
+def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule, allow_ref_neg_inf: bool = False,
+                  exempt: Optional[torch.Tensor] = None,
+                  alternatives: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                  unlisted: Optional[torch.Tensor] = None) -> Dict[str, Optional[float]]:
     """The strict errors of one output against its reference (``StrictRule`` gives the formulas).
 
     Args:
@@ -101,13 +162,18 @@ def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
             accumulated in float64).
         rule: which per-row bound applies (``row_axes``).
         allow_ref_neg_inf: exclude positions where both are -inf (attention LSE).
-        exempt: bool, one per row (``rule.exempt_rows`` of the inputs): rows the per-row bound
-            skips; they still count in ``rel_l2``.
+        exempt: bool, one per row (``rule.exempt_rows`` of the inputs): rows decided by a
+            near-tie; each is judged by its smallest error against the reference and against
+            its ``alternatives``.
+        alternatives: (owner int64 [N], rows [N, *row shape]): the exempt rows' references
+            under the other routings their ties allow (``RowExemption.for_output``).
+        unlisted: int64 [M], exempt rows whose alternatives were too many to list: skipped.
 
     Returns:
         ``{"rel_l2": float, "row_rel_l2": float | None}`` (None where no per-row bound applies),
-        plus ``"exempt_rows"`` (how many rows were skipped) when ``exempt`` is given; inf for any
-        non-finite value other than an excluded -inf pair.
+        plus, when ``exempt`` is given, ``"exempt_rows"`` (exempt rows judged),
+        ``"alternative_rows"`` (rows within the bound only against an alternative) and, where
+        any, ``"unlisted_rows"``; inf for any non-finite value other than an excluded -inf pair.
     """
     x = out.to(torch.float32)
     y = ref.to(torch.float32)
@@ -126,15 +192,35 @@ def strict_errors(out: torch.Tensor, ref: torch.Tensor, rule: StrictRule,
     errors: Dict[str, Optional[float]] = {"rel_l2": _ratio(float(norm(diff)), float(norm(y))), "row_rel_l2": None}
     if row_applies:
         rows = math.prod(x.shape[:rule.row_axes])
-        d_rows = norm(diff.reshape(rows, -1), dim=1)
+        x_rows = x.reshape(rows, -1)
         y_rows = norm(y.reshape(rows, -1), dim=1)
-        live = y_rows > 0
+        row_errors = _row_ratios(norm(diff.reshape(rows, -1), dim=1), y_rows)
+        judged = y_rows > 0
         if exempt is not None:
-            skip = exempt.reshape(-1).to(device=live.device, dtype=torch.bool)
-            errors["exempt_rows"] = float(int((skip & live).sum()))
-            live = live & ~skip
-        errors["row_rel_l2"] = float((d_rows[live] / y_rows[live]).max()) if bool(live.any()) else 0.0
+            row_errors, judged, counts = _exempt_errors(x_rows, row_errors, judged, exempt, alternatives, unlisted,
+                                                        rule)
+            errors.update(counts)
+        errors["row_rel_l2"] = float(row_errors[judged].max()) if bool(judged.any()) else 0.0
     return errors
+
+
+def _exempt_errors(x_rows, row_errors, judged, exempt, alternatives, unlisted, rule: StrictRule):
+    """``strict_errors``'s part for the exempt rows: the rows' errors with their alternatives
+    (``_explain_exempt_rows``) and the unlisted rows left out.  Returns (row errors, judged rows,
+    the counts it records: ``exempt_rows``, ``alternative_rows``, ``unlisted_rows``)."""
+    skip = exempt.reshape(-1).to(device=judged.device, dtype=torch.bool)
+    none = (torch.zeros((0,), dtype=torch.int64), torch.zeros((0,)))
+    owner, refs = alternatives if alternatives is not None else none
+    against_reference = row_errors
+    row_errors, judged = _explain_exempt_rows(x_rows, row_errors, judged, owner, refs)
+    bound = rule.max_row_rel_l2
+    counts = {"exempt_rows": float(int((skip & judged).sum())),
+              "alternative_rows": float(int((skip & (against_reference > bound) & (row_errors <= bound)).sum()))}
+    if unlisted is not None and unlisted.numel():
+        judged = judged.clone()
+        judged[unlisted.to(judged.device)] = False
+        counts["unlisted_rows"] = float(unlisted.numel())
+    return row_errors, judged, counts
 
 
 def strict_violation(name: str, errors: Mapping[str, Optional[float]], rule: StrictRule) -> Optional[str]:
@@ -205,9 +291,12 @@ def check_shapes_dtypes(outputs: Mapping[str, torch.Tensor], expected: Mapping[s
 
 
 def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool = False,
-                      inputs: Optional[Mapping[str, Any]] = None) -> CheckResult:
+                      inputs: Optional[Mapping[str, Any]] = None,
+                      exemption: Optional[RowExemption] = None) -> CheckResult:
     """The contest rule on every output (see the module docstring), then the strict rule on every
-    floating-point output (its per-row bound skipping ``tol.strict.exempt_rows(inputs)``)."""
+    floating-point output.  Rows a near-tie decides are judged against the reference or one of
+    their alternatives (``StrictRule``): ``exemption`` where computed beforehand
+    (``row_exemption``), else from ``inputs``."""
     bad = check_shapes_dtypes(outputs, expected)
     if bad:
         bad.rule = tol.rule
@@ -215,10 +304,13 @@ def check_elementwise(outputs, expected, tol: Tolerance, allow_ref_neg_inf: bool
         return bad
     strict: Dict[str, Dict[str, Optional[float]]] = {}
     if tol.strict is not None:
-        exempt = tol.strict.exempt_rows(inputs) if tol.strict.exempt_rows and inputs is not None else None
+        if exemption is None:
+            exemption = row_exemption(tol, inputs)
         for name, ref in expected.items():
             if ref.is_floating_point():
-                strict[name] = strict_errors(outputs[name], ref, tol.strict, allow_ref_neg_inf, exempt)
+                exempt, alternatives, unlisted = exemption.for_output(name) if exemption is not None else (None,) * 3
+                strict[name] = strict_errors(outputs[name], ref, tol.strict, allow_ref_neg_inf, exempt, alternatives,
+                                             unlisted)
     return _judge(_contest_elementwise(outputs, expected, tol, allow_ref_neg_inf), tol, strict)
 
 
@@ -325,12 +417,18 @@ def check_topk_indices(outputs, expected, tol: Tolerance, inputs: Mapping[str, A
     return _judge(result, tol, strict)
 
 
-def check_outputs(kind: str, outputs, expected, tol: Tolerance, inputs: Mapping[str, Any]) -> CheckResult:
-    """Dispatch on the definition's checker kind.  Raises ValueError for an unknown kind."""
+def check_outputs(kind: str, outputs, expected, tol: Tolerance, inputs: Mapping[str, Any],
+                  exemption: Optional[RowExemption] = None) -> CheckResult:
+    """Dispatch on the definition's checker kind.  ``exemption``: the near-tie rows of these inputs,
+    computed beforehand where ``inputs`` no longer holds what the rule reads (``row_exemption``).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
     if kind == "elementwise":
-        return check_elementwise(outputs, expected, tol, inputs=inputs)
+        return check_elementwise(outputs, expected, tol, inputs=inputs, exemption=exemption)
     if kind == "attention":
-        return check_elementwise(outputs, expected, tol, allow_ref_neg_inf=True, inputs=inputs)
+        return check_elementwise(outputs, expected, tol, allow_ref_neg_inf=True, inputs=inputs, exemption=exemption)
     if kind == "topk_indices":
         return check_topk_indices(outputs, expected, tol, inputs)
     raise ValueError(f"unknown checker kind {kind!r}")

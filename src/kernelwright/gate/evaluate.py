@@ -26,7 +26,7 @@ from kernelwright.definitions.base import BuiltinDefinition, Tolerance, Workload
 from kernelwright.definitions.fixed import fixed_names
 from kernelwright.gate import fresh, guards, integrity
 from kernelwright.gate import timing as T
-from kernelwright.gate.checkers import CheckResult, check_outputs, worst_strict
+from kernelwright.gate.checkers import CheckResult, RowExemption, check_outputs, row_exemption, worst_strict
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
 from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
@@ -126,8 +126,14 @@ def normalize_outputs(returned: Any, names: List[str]) -> Dict[str, torch.Tensor
 
 @dataclass
 class Trial:
+    """One set of inputs and the parent's reference outputs of them.  ``exemption``: the rows a
+    near-tie decides and their alternative references (``checkers.row_exemption``), computed
+    while the full inputs exist; a sampled iteration's trial keeps only that and its references
+    (its inputs are dropped: at full size they are GBs)."""
+
     inputs: Dict[str, Any]
     expected: Dict[str, torch.Tensor]
+    exemption: Optional[RowExemption] = None
 
 
 @dataclass
@@ -268,7 +274,7 @@ class WorkloadContext:
     def generate(self, seed: int) -> Trial:
         inputs = self.builtin.make_inputs(self.definition, self.workload, make_generator(seed, self.device), self.device)
         expected = normalize_outputs(self.builtin.reference(**inputs), self.definition.output_names)
-        return Trial(inputs, expected)
+        return Trial(inputs, expected, row_exemption(self.builtin.tolerance, inputs))
 
     @property
     def trials(self) -> List[Trial]:
@@ -309,11 +315,10 @@ class WorkloadContext:
         key = fresh.key(spec)
         if key not in self._sample_refs:
             inputs = self.inputs_of(spec)
-            trial = Trial(inputs, normalize_outputs(self.builtin.reference(**inputs), self.definition.output_names))
-            if self.builtin.checker != "topk_indices":  # the indexer checker needs all the inputs,
-                strict = self.builtin.tolerance.strict     # a strict rule's exemption a few of them
-                keep = strict.exempt_inputs if strict is not None else ()
-                trial = Trial({n: v for n, v in inputs.items() if n in keep}, trial.expected)
+            trial = Trial(inputs, normalize_outputs(self.builtin.reference(**inputs), self.definition.output_names),
+                          row_exemption(self.builtin.tolerance, inputs))
+            if self.builtin.checker != "topk_indices":  # the indexer checker needs all the inputs
+                trial = Trial({}, trial.expected, trial.exemption)
             self._sample_refs[key] = trial
         return self._sample_refs[key]
 
@@ -943,7 +948,7 @@ def _correctness_call(ev: _Judging, t: int, trial: Trial) -> Tuple[Optional[Trac
     if ev.cfg.guards and reply.get("children", 0) > ev.load_children:
         return ev.reject(guards.CHILD_PROCESS, "child processes left running after the call"), None
     check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]), trial.expected,
-                          ctx.builtin.tolerance, trial.inputs)
+                          ctx.builtin.tolerance, trial.inputs, trial.exemption)
     if not check.passed:
         return ev.reject(check.reason or guards.TOLERANCE, f"trial {t}: {check.detail}", check), None
     return None, check
@@ -989,7 +994,7 @@ def _check_determinism(ev: _Judging, trial: Trial) -> Optional[Trace]:
     if changed:
         return ev.reject(guards.INPUT_MUTATED, f"input {changed!r} was modified by the call")
     again = check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[1]["outputs"]), trial.expected,
-                          ctx.builtin.tolerance, trial.inputs)
+                          ctx.builtin.tolerance, trial.inputs, trial.exemption)
     if not again.passed:
         return ev.reject(guards.NONDETERMINISTIC, f"a second run on the same inputs failed: {again.detail}", again)
     return None
@@ -1109,7 +1114,7 @@ def _check_timed_outputs(ev: _Judging, t: int, talk: "_TimingConversation") -> O
     for it in sorted(talk.snapshots):
         ref = ctx.sample_trial(talk.specs[it])
         check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.snapshots[it]), ref.expected,
-                              ctx.builtin.tolerance, ref.inputs)
+                              ctx.builtin.tolerance, ref.inputs, ref.exemption)
         if not check.passed:
             twin = " (a twin of an earlier iteration: an output cache keyed on pointers/input values?)" \
                 if it == ev.plan.twins[t] else ""
@@ -1210,7 +1215,7 @@ def _collect_graph(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any])
                 continue
             ref = ctx.sample_trial(plan.graph_seeds[it])
             check = check_outputs(ctx.builtin.checker, _outputs_of(ctx, talk.graph_snapshots[it]), ref.expected,
-                                  ctx.builtin.tolerance, ref.inputs)
+                                  ctx.builtin.tolerance, ref.inputs, ref.exemption)
             if not check.passed:
                 graph_ok = False
                 ev.notes["graph"] = f"graph replay gave wrong outputs ({check.detail}); graph latency not reported"
@@ -1344,7 +1349,8 @@ def _check_ablation(ev: _Judging) -> Optional[Trace]:
     if bad is not None:
         return bad
     if reply.get("ok") and check_outputs(ctx.builtin.checker, _outputs_of(ctx, sets[0]["outputs"]),
-                                         trial.expected, ctx.builtin.tolerance, trial.inputs).passed:
+                                         trial.expected, ctx.builtin.tolerance, trial.inputs,
+                                         trial.exemption).passed:
         return ev.reject(guards.HOST_COMPUTE,
                          "with every Triton launch skipped, the call still produced the right outputs: "
                          "the work ran outside the solution's kernels")
