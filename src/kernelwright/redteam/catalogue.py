@@ -45,6 +45,19 @@ class Case:
     bounded: Optional[FrozenSet[str] | str] = None
     isolation: Optional[str] = None    # run the case's workers at this level (None: the default)
     companion: str = ""                # a case evaluated first on the same workload contexts (a rival)
+    # the run's input nonce per device kind ("cpu", "cuda"), pinned where the attack needs
+    # particular inputs (a routing near-tie); the draws differ by device, so a case with nonces
+    # and none for the device it runs on is SKIPPED
+    nonces: Tuple[Tuple[str, str], ...] = ()
+    # evaluate in a results folder laid out as `kernelwright bench` leaves one by default
+    # (runner.bench_results_folder: under kw-results/ in the working directory, outside the
+    # private /tmp, readable by file mode, with a summary.json and a rival's traces)
+    bench_results: bool = False
+
+    def nonce_for(self, device: str) -> Optional[str]:
+        """The pinned input nonce for ``device`` (None: none pinned for its kind)."""
+        kind = "cuda" if str(device).startswith("cuda") else "cpu"
+        return dict(self.nonces).get(kind)
 
     def expected_for(self, isolation_level: Optional[str]):
         """The expectation for a run whose worker had ``isolation_level``."""
@@ -221,11 +234,19 @@ CASES: List[Case] = [
     Case("vendor_named_jit", "never-launched jit functions named like the aten kernels that do the work", "demo",
          _r(G.NO_KERNELS, G.VENDOR_KERNELS), "H4",
          why="a kernel is the solution's only if the gate saw it launched; the launch counter runs for every language"),
+    Case("read_results_folder", "reads the run's results folder (summary.json, a rival's traces) at import", "demo",
+         _r(G.BUILD_FAILED), "H12 H17", bench_results=True, bounded=PASS,
+         why="behind the boundary the results folder is hidden like the cache (an empty tmpfs no uid can enter); "
+             "without it the folder is readable by file mode and the breach raises: BUILD_FAILED"),
     Case("plant_pth", "plants a .pth file in site-packages (runs in every later Python)", "demo",
          _r(G.FILE_TAMPERED), "H20", serial=True, bounded=PASS,
          why="behind the boundary the write is refused; without it the site-packages start-up files are watched"),
     # definition-specific
     Case("indexer_duplicates", "indexer returns duplicate ids", "indexer", _r(G.DUPLICATE_INDEX)),
+    Case("exempt_rows_garbage", "zeros on the MoE tokens within 1e-5 of a routing tie (the strict rule's exempt rows)",
+         "moe", _r(G.STRICT_TOLERANCE), "H14 H25", workloads=(2,), nonces=(("cpu", "exempt-rows-6"),),
+         why="an exempt row must be within the per-row bound against the reference or the reference of a "
+             "routing its tie allows; the pinned nonce puts a near-tie into quick-moe-t37's second trial"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(G.UNMEASURED_WORK, G.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(G.L2_PERSISTENCE, G.BELOW_ROOFLINE), "H22",

@@ -14,6 +14,7 @@ held-out split uses a fresh hidden salt.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -177,21 +178,65 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     from dataclasses import replace
 
     from kernelwright import definitions
+
+    started = time.perf_counter()
+    if case.needs_cuda and not device.startswith("cuda"):
+        return CaseResult(case, "SKIPPED", ok=True, detail="needs CUDA (run with --device cuda on a GPU)")
+    if case.nonces and case.nonce_for(device) is None:
+        return CaseResult(case, "SKIPPED", ok=True, detail=f"no input nonce pinned for {device} (Case.nonces: "
+                                                            f"the draws differ by device)")
+    cfg = cfg or gate_config(device)
+    if case.nonces:
+        cfg = replace(cfg, nonce=case.nonce_for(device))
+    solution = case.solution()
+    full = definitions.get(case.definition)
+    quick = full.quick_variant()
+    workloads = [quick.public_workloads()[i] for i in case.workloads]
+    name = case.id if attempt == 0 else f"{case.id}.retry{attempt}"
+    out_dir = bench_results_folder(name) if case.bench_results else Path(out_root) / name
+    try:
+        return _evaluate_case(case, cfg, solution, full, quick, workloads, out_dir, device, log, started)
+    finally:
+        if case.bench_results:
+            shutil.rmtree(out_dir, ignore_errors=True)
+            try:
+                out_dir.parent.rmdir()       # kw-results/, when nothing else is in it
+            except OSError:
+                pass
+
+
+def bench_results_folder(name: str) -> Path:
+    """A results folder as ``kernelwright bench`` leaves one by default (``kw-results/<run>`` in the
+    working directory: outside the private /tmp, which hides every temp folder behind the boundary
+    anyway; made with mode 0755 and 0644 files, as the bench's are): a ``summary.json`` whose
+    ``meta.config.nonce`` is a fresh nonce and a rival's trace in ``traces/``, the two things a
+    solution reading the folder would be after.  The caller removes it."""
+    import json
+    import secrets
+
+    folder = Path.cwd() / "kw-results" / f"redteam-{name}-{secrets.token_hex(4)}"
+    (folder / "traces").mkdir(parents=True)
+    for d in (folder, folder / "traces"):
+        os.chmod(d, 0o755)
+    (folder / "summary.json").write_text(json.dumps({"meta": {"config": {"nonce": secrets.token_hex(8)}}}))
+    (folder / "traces" / "rival.jsonl").write_text(json.dumps({"solution": "rival", "evaluation": {
+        "status": "PASSED", "performance": {"latency_ms": 0.5}}}) + "\n")
+    for f in (folder / "summary.json", folder / "traces" / "rival.jsonl"):
+        os.chmod(f, 0o644)
+    return folder
+
+
+def _evaluate_case(case: Case, cfg, solution, full, quick, workloads, out_dir: Path, device: str, log,
+                   started: float) -> CaseResult:
+    """``_run_case_once`` once its configuration and results folder are settled."""
+    from dataclasses import replace
+
     from kernelwright.gate.bench import evaluations
     from kernelwright.gate.evaluate import SolutionRun
     from kernelwright.gate.guards import static_scan
     from kernelwright.gate.hidden import hidden_salt
     from kernelwright.gate.session import WorkerSession
 
-    started = time.perf_counter()
-    if case.needs_cuda and not device.startswith("cuda"):
-        return CaseResult(case, "SKIPPED", ok=True, detail="needs CUDA (run with --device cuda on a GPU)")
-    cfg = cfg or gate_config(device)
-    solution = case.solution()
-    full = definitions.get(case.definition)
-    quick = full.quick_variant()
-    workloads = [quick.public_workloads()[i] for i in case.workloads]
-    out_dir = Path(out_root) / (case.id if attempt == 0 else f"{case.id}.retry{attempt}")
     warnings = [f"{f.code}: {f.message}" for f in static_scan({s.path: s.content for s in solution.sources})]
     session = WorkerSession(solution, cfg.device, log_dir=out_dir / "logs", isolation=case.isolation)
     run = SolutionRun(session, label=case.id, warnings=list(warnings))
