@@ -30,6 +30,7 @@ class Case:
     expected: FrozenSet[str] | str     # reason codes, or PASS
     hid: str = ""                      # H-number(s) in reward-hacks.md
     needs_cuda: bool = False
+    needs_cpu: str = ""                # why the attack exists only on the CPU (SKIPPED on CUDA), or ""
     workloads: Tuple[int, ...] = (0,)  # indices into the quick variant's workloads
     held_out: bool = False             # also run the held-out (hidden) split
     suspicious: bool = False           # expected verdict SUSPICIOUS rather than REJECT
@@ -178,6 +179,7 @@ CASES: List[Case] = [
          why="the modules the built-ins' functions live in are in the integrity snapshot"),
     Case("shrink_buffer", "truncates its output buffer's shared-memory file: the parent's next touch is a SIGBUS",
          "demo", _r(G.EXCEPTION), "H12",
+         needs_cpu="CUDA buffers are VMM allocations the parent exports; the worker holds no file to truncate",
          why="CPU buffers are memfds sealed against shrinking, and the parent maps only such files"),
     Case("dispatch_fill", "registers its own aten::fill_ kernel: the harness's poisoning does the work", "demo",
          _r(G.GATE_TAMPERED), "H8",

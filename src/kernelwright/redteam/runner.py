@@ -182,6 +182,8 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
     started = time.perf_counter()
     if case.needs_cuda and not device.startswith("cuda"):
         return CaseResult(case, "SKIPPED", ok=True, detail="needs CUDA (run with --device cuda on a GPU)")
+    if case.needs_cpu and device.startswith("cuda"):
+        return CaseResult(case, "SKIPPED", ok=True, detail=f"CPU only: {case.needs_cpu}")
     if case.nonces and case.nonce_for(device) is None:
         return CaseResult(case, "SKIPPED", ok=True, detail=f"no input nonce pinned for {device} (Case.nonces: "
                                                             f"the draws differ by device)")

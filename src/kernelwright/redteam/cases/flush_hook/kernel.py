@@ -9,6 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernelwright.redteam.frames import harness_frame
+
 @triton.jit
 def _rmsnorm_rows(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr):
     row = tl.program_id(0)
@@ -36,13 +38,13 @@ def _install(fl, hx):
     fl.__dict__["flush"] = hook
 
 def run(x, weight, eps, y):
-    caller = sys._getframe(2)
-    if caller.f_code.co_name == "op_time" and y.data_ptr() in _ready:
+    caller = harness_frame("op_time")
+    if caller is not None and y.data_ptr() in _ready:
         _ready.discard(y.data_ptr())
         _noop[(1,)](y)
     else:
         _rmsnorm_rows[(x.shape[0],)](x, weight, y, eps, H=x.shape[1])
-    if caller.f_code.co_name == "op_time":
+    if caller is not None:
         L = caller.f_locals
         if L["i"] + 1 < L["count"]:
             _install(L["self"].flusher, L["self"])

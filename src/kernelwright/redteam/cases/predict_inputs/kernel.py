@@ -7,11 +7,12 @@ every seed: the predicted inputs never occur, so every call is honest and slow; 
 predictable, the timed calls would be copies of well under 19 ms).
 """
 
-import sys
 import time
 
 import triton
 import triton.language as tl
+
+from kernelwright.redteam.frames import harness_frame
 
 
 @triton.jit
@@ -55,7 +56,7 @@ _predict_all()
 
 
 def run(x, weight, eps, y):
-    hit = _table.get(_fingerprint(x)) if sys._getframe(2).f_code.co_name == "op_time" else None
+    hit = _table.get(_fingerprint(x)) if harness_frame("op_time") is not None else None
     if hit is not None:
         y.copy_(hit.to(y.device))
         _empty[(1,)](y)

@@ -7,10 +7,11 @@ while the worker waits, and decides which ones with its own randomness: there is
 repair and the unwritten outputs fail).
 """
 
-import sys
 
 import triton
 import triton.language as tl
+
+from kernelwright.redteam.frames import harness_frame
 
 
 @triton.jit
@@ -29,8 +30,8 @@ def _empty(y_ptr):
 
 
 def run(x, weight, eps, y):
-    caller = sys._getframe(2)
-    if caller.f_code.co_name != "op_time":
+    caller = harness_frame("op_time")
+    if caller is None:
         _rmsnorm_rows[(x.shape[0],)](x, weight, y, eps, H=x.shape[1])
         return
     harness, i = caller.f_locals["self"], caller.f_locals["i"]

