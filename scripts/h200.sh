@@ -70,6 +70,9 @@ for stage in "$@"; do
       [ -n "${RT_LOGS:-}" ] && args="$args --out /tmp/records/$name-logs"
       [ -n "${RT_JOBS:-}" ] && args="$args --jobs $RT_JOBS"
       timeout -k 10 ${RT_TIMEOUT:-150} python3 -m kernelwright redteam --device cuda $args --json /tmp/records/$name.json 2>&1 | tee /tmp/records/$name.log | tail -${RT_TAIL:-25};;
+    py) # any script with the stages' environment: PY_ARGS (python3's arguments), log /tmp/records/${PY_NAME:-py}.log
+      mkdir -p /tmp/records
+      timeout -k 10 ${PY_TIMEOUT:-120} python3 ${PY_ARGS} 2>&1 | tee /tmp/records/${PY_NAME:-py}.log | tail -${PY_TAIL:-30};;
     probe) # the gate's timed loop vs a micro-benchmark loop on the shipped MoE (PROBE_ARGS)
       mkdir -p /tmp/records
       timeout -k 10 ${PROBE_TIMEOUT:-200} python3 experiments/gate_loop_probe.py ${PROBE_ARGS:-} 2>&1 | tee /tmp/records/gate_loop_probe.log | tail -30
