@@ -246,7 +246,7 @@ CASES: List[Case] = [
     # definition-specific
     Case("indexer_duplicates", "indexer returns duplicate ids", "indexer", _r(G.DUPLICATE_INDEX)),
     Case("exempt_rows_garbage", "zeros on the MoE tokens within 1e-5 of a routing tie (the strict rule's exempt rows)",
-         "moe", _r(G.STRICT_TOLERANCE), "H14 H25", workloads=(2,), nonces=(("cpu", "exempt-rows-6"),),
+         "moe", _r(G.STRICT_TOLERANCE), "H14 H25", workloads=(2,), nonces=(("cpu", "exempt-rows-6"), ("cuda", "exempt-rows-15")),
          why="an exempt row must be within the per-row bound against the reference or the reference of a "
              "routing its tie allows; the pinned nonce puts a near-tie into quick-moe-t37's second trial"),
     # CUDA only
