@@ -4,21 +4,19 @@ the torch generators draw differently on the CPU and on CUDA).
 
     python experiments/tie_nonce_search.py --device cuda --count 200
 
-Draws each trial's inputs exactly as the gate does (``seed_for(salt, split, workload uuid, nonce,
-"trial", t)``, the red-team gate configuration) and prints the nonces with a token whose routing
-margin (``moe_fp8.reference.routing_margins``) is under ``ROUTING_TIE_MARGIN``.
+Draws each correctness trial through the gate's own ``WorkloadContext.trials`` (the red-team
+gate configuration with that nonce) and prints the nonces whose trials hold a token the strict
+rule exempts (``Trial.exemption``: routing within ``ROUTING_TIE_MARGIN`` of a tie).
 """
 
 from __future__ import annotations
 
 import argparse
-
-import torch
+from dataclasses import replace
 
 from kernelwright import definitions
 from kernelwright.definitions.moe_fp8.reference import routing_margins
-from kernelwright.definitions.moe_fp8.ties import ROUTING_TIE_MARGIN
-from kernelwright.inputs import make_generator, seed_for
+from kernelwright.gate.evaluate import WorkloadContext
 from kernelwright.redteam.runner import gate_config
 
 
@@ -37,16 +35,13 @@ def main() -> None:
     for n in range(args.count):
         nonce = f"{args.prefix}{n}"
         hits = []
-        for t in range(cfg.trials):
-            gen = make_generator(seed_for(cfg.salt, cfg.split, workload.uuid, nonce, "trial", t), args.device)
-            inputs = quick.make_inputs(quick.definition, workload, gen, args.device)
-            m = routing_margins(inputs["routing_logits"], inputs["routing_bias"])
-            rows = torch.nonzero(m < ROUTING_TIE_MARGIN).flatten().tolist()
+        for t, trial in enumerate(WorkloadContext(quick, workload, replace(cfg, nonce=nonce)).trials):
+            rows = trial.exemption.rows.nonzero().flatten().tolist()
             if rows:
-                hits.append((t, rows, float(m.min())))
+                margins = routing_margins(trial.inputs["routing_logits"], trial.inputs["routing_bias"])
+                hits.append((t, rows, float(margins[rows].min())))
         if hits and (args.need_trial is None or any(t == args.need_trial for t, _, _ in hits)):
-            print(f"{nonce}: " + "; ".join(f"trial {t} rows {r} min margin {mm:.2e}" for t, r, mm in hits), flush=True)
-
+            print(f"{nonce}: " + "; ".join(f"trial {t} rows {r} min margin {m:.2e}" for t, r, m in hits), flush=True)
 
 if __name__ == "__main__":
     main()

@@ -46,7 +46,7 @@ class CaseResult:
 
     def as_dict(self) -> Dict:
         return {"case": self.case.id, "hack": self.case.hack, "hid": self.case.hid, "definition": self.case.definition,
-                "needs_cuda": self.case.needs_cuda, "expected": self.case.expected_label, "verdict": self.verdict,
+                "needs_cuda": self.case.needs_cuda, "needs_cpu": self.case.needs_cpu, "expected": self.case.expected_label, "verdict": self.verdict,
                 "reasons": self.reasons, "ok": self.ok, "detail": self.detail, "latency_ms": self.latency_ms,
                 "seconds": round(self.seconds, 2), "warnings": self.warnings,
                 "isolation": self.isolation, "timing": self.timing}
