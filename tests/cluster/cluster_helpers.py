@@ -63,7 +63,7 @@ def quick_builtin():
 def quick_config() -> GateConfig:
     """What ``kernelwright bench --device cpu --quick`` uses."""
     cfg = GateConfig(device="cpu")
-    cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
+    cfg.warmup, cfg.iterations, cfg.graph_iterations = 2, 5, 5
     cfg.reference_iterations = 2
     return cfg
 

@@ -49,7 +49,7 @@ def test_a_cuda_worker_passes_behind_the_mount_boundary(tmp_path, monkeypatch):
 
     with _session(tmp_path, monkeypatch, None, "fd") as session:
         demo = definitions.get("demo").quick_variant()
-        cfg = GateConfig(device="cuda", warmup=2, iterations=6, trials=2, graph_iterations=3, cupti_iterations=3)
+        cfg = GateConfig(device="cuda", warmup=2, iterations=6, trials=2, graph_iterations=3)
         trace = evaluate(SolutionRun(session), WorkloadContext(demo, demo.public_workloads()[0], cfg))
         note = trace.evaluation.gate.notes["isolation"]
         assert note["requested"] == "mount" and note["level"] == "mount", note

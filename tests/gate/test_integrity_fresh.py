@@ -261,7 +261,7 @@ def test_the_parent_rejects_an_evaluation_whose_definition_was_not_snapshotted()
         def new_log(self):
             return ""
 
-    cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_iterations=0)
+    cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_tracing=False)
     ctx = WorkloadContext(demo, demo.public_workloads()[0], cfg)
     trace = evaluate(SolutionRun(LoadedSession([f"definition {demo.base_name}: TypeError: x"])), ctx)
     assert not trace.passed and trace.evaluation.gate.reasons == [guards.INTEGRITY_INCOMPLETE]

@@ -28,7 +28,7 @@ def _state(pid: int, want: str = "T", wait_s: float = 3.0) -> str:
 
 def test_focus_stops_the_other_workers_and_requests_resume_them(tmp_path):
     demo = definitions.get("demo").quick_variant()
-    cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_iterations=0)
+    cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_tracing=False)
     ctx = WorkloadContext(demo, demo.public_workloads()[0], cfg)
     solution = shipped_solutions(definitions.get("demo").name)[0]
     a = WorkerSession(solution, "cpu", log_dir=tmp_path / "a", protect=[])

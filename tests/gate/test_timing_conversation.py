@@ -1,6 +1,6 @@
 """The parent's side of the timing exchange (evaluate._TimingConversation): specs one at a time,
-in order; parent-drawn samples copied at ``done``; the CUPTI window's held iterations drawn after
-the loop; anything out of order recorded."""
+in order; parent-drawn samples copied at ``done``; the traced calls known by the parent's own
+records; anything out of order recorded."""
 from types import SimpleNamespace
 
 import torch
@@ -53,68 +53,40 @@ def test_a_forged_or_skipped_step_is_recorded():
     assert talk.violations
 
 
-def test_every_trial_traces_the_inputs_of_its_own_drawn_held_iterations():
-    # trial 1's CUPTI window runs on trial 1's specs: traced call i <-> the held timed iteration
-    # the parent drew for it after the loop (even, past the warm-up), distinct, recorded in order
-    ctx = _ctx()
-    ctx.sample_plan, ctx.random_samples = [{3: 0}, {3: 0}], [1, 1]
-    trial_1 = [200 + i for i in range(8)]
-    talk = _TimingConversation(ctx, 1, _sets(), trial_1, with_graph=False)
-    _run(talk, 8, base=200)
-    served = [_cupti(talk, i) for i in range(3)]
-    assert not talk.violations
-    assert sorted(talk.cupti_iters) == [2, 4, 6]                      # all three held iterations, once each
-    assert served == [trial_1[it] for it in talk.cupti_iters]
-    assert talk.last_spec_by_set[0] == served[-1]
-    samples, _ = talk.headline_samples({}, 2)
-    assert samples["cupti_timed_iters"] == talk.cupti_iters          # the parent's record pairs them
-    assert _cupti(talk, 3) is None and talk.violations                # no fourth held iteration
+def _run_held(talk, n, held_until, base=100):
+    """n timed iterations reporting device samples: held before ``held_until``, idle after."""
+    for i in range(n):
+        talk({"step": "spec", "phase": "time", "i": i})
+        kind = {"kind": "held", "outcome": "released", "ms": 0.01} if i < held_until else {"kind": "eager", "ms": 0.02}
+        talk({"step": "done", "phase": "time", "i": i, "sample": kind})
 
 
-def test_the_window_is_drawn_only_after_the_timed_loop():
+def test_the_traced_calls_are_the_held_timed_iterations_by_the_parents_own_records():
+    # CUPTI traces every held timed call past the warm-up: traced call j is the j-th of them, as
+    # the parent recorded the iterations' kinds at their "done" (not as the worker lists them)
+    talk = _TimingConversation(_ctx(), 0, _sets(), [200 + i for i in range(8)], with_graph=False)
+    _run_held(talk, 8, held_until=5, base=200)
+    samples, _ = talk.headline_samples({"kernel_sum_ms": [0.01] * 3, "kernel_span_ms": [0.01] * 3}, 2)
+    assert samples["cupti_timed_iters"] == [2, 3, 4] and not talk.violations
+    assert samples["latency_iters"] == [2, 3, 4] and samples["eager_iters"] == [5, 6, 7]
+
+
+def test_cupti_records_for_another_number_of_calls_are_a_violation():
     talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
-    assert _cupti(talk, 0) is None and talk.violations and not talk.cupti_order   # before any iteration
+    _run_held(talk, 8, held_until=5)
+    samples, _ = talk.headline_samples({"kernel_sum_ms": [0.01] * 2, "kernel_span_ms": [0.01] * 2}, 2)
+    assert samples["cupti_timed_iters"] == [] and talk.violations
     talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
-    _run(talk, 7)                                                     # the last timed iteration not done
-    assert _cupti(talk, 0) is None and talk.violations and not talk.cupti_order
+    _run_held(talk, 8, held_until=5)
+    samples, _ = talk.headline_samples({}, 2)                      # nothing traced (no CUPTI): no pairs
+    assert samples["cupti_timed_iters"] == [] and not talk.violations
+
+
+def test_a_cupti_phase_spec_is_a_violation():
+    # no call is traced apart from the timed loop, so no spec is served for one
     talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
     _run(talk, 8)
-    assert _cupti(talk, 1) is None and talk.violations                # out of order
-    talk = _TimingConversation(_ctx(), 0, _sets(), [100 + i for i in range(8)], with_graph=False)
-    _run(talk, 8)
-    assert _cupti(talk, 0) is not None and not talk.violations
-
-
-def test_the_drawn_iterations_are_not_the_first_after_the_warmup():
-    # a default trial (warm-up 10, 50 timed): 6 traced calls drawn among the 25 held iterations,
-    # not iterations 10..15 that a solution counting its calls could be honest on
-    ctx = _ctx(warmup=10, random_samples=0, twin=20)
-    draws = []
-    for _ in range(20):
-        talk = _TimingConversation(ctx, 0, _sets(), list(range(60)), with_graph=False)
-        _run(talk, 60, base=0)
-        assert [_cupti(talk, i) for i in range(6)] == talk.cupti_iters and not talk.violations
-        assert len(set(talk.cupti_iters)) == 6
-        assert all(it >= 10 and it % 2 == 0 for it in talk.cupti_iters)
-        draws.append(tuple(talk.cupti_iters))
-    assert len(set(draws)) > 1                                        # drawn, not fixed
-    assert any(it >= 20 for d in draws for it in d)
-    assert not all(set(d) <= set(range(10, 18)) for d in draws)
-
-
-def test_the_cupti_window_of_each_trial():
-    from kernelwright.gate.evaluate import LATER_TRIAL_CUPTI_ITERATIONS, GateConfig
-
-    cfg = GateConfig(device="cpu")
-    assert [cfg.cupti_window(t) for t in range(3)] == [8, LATER_TRIAL_CUPTI_ITERATIONS, LATER_TRIAL_CUPTI_ITERATIONS]
-    assert LATER_TRIAL_CUPTI_ITERATIONS >= 3
-    quick = GateConfig.preset("cpu", quick=True)
-    assert [quick.cupti_window(t) for t in range(3)] == [3, 3, 3]
-    assert [GateConfig(device="cpu", cupti_iterations=0).cupti_window(t) for t in range(3)] == [0, 0, 0]
-    # never more traced calls than held timed iterations: warm-up 2, timed 2..4 holds 2 and 4
-    tiny = GateConfig(device="cpu", warmup=2, iterations=3)
-    assert [tiny.cupti_window(t) for t in range(3)] == [2, 2, 2]
-    assert GateConfig(device="cpu", warmup=3, iterations=1).cupti_window(0) == 0
+    assert _cupti(talk, 0) is None and talk.violations
 
 
 def test_graph_and_profile_specs_are_served_only_after_the_timed_loop():

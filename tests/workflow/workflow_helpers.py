@@ -10,7 +10,7 @@ from kernelwright.workflow.config import load_config_file, parse_config
 from kernelwright.workflow.demo import DEMO_CONFIG
 
 FAST_GATE = {"warmup": 1, "iterations": 2, "trials": 1, "reference_iterations": 1, "graph_iterations": 0,
-             "cupti_iterations": 0, "timeout_s": 900}
+             "cupti_tracing": False, "timeout_s": 900}
 
 
 def demo_config(**overrides: Any):

@@ -383,7 +383,7 @@ class EvaluationPool:
             return self.stall_timeout_s
         t = job.timeouts or Timeouts()
         trials = job.cfg.trials
-        calls = job.cfg.warmup + job.cfg.iterations + job.cfg.graph_iterations + job.cfg.cupti_iterations
+        calls = job.cfg.warmup + job.cfg.iterations + job.cfg.graph_iterations
         return t.start_s + t.load_s + t.alloc_s + (trials + 1) * t.call_s + trials * t.timing_op_s(calls) + 600.0
 
     def _serve(self, s: _Slot) -> None:

@@ -39,15 +39,6 @@ from kernelwright.trace import (
 )
 
 
-# traced calls in the CUPTI window of every trial after the first (trial 0 makes
-# ``GateConfig.cupti_iterations``, 8 by default; each later trial's window pairs PHASE_MISMATCH on
-# that trial's own inputs): traced call i runs the inputs of a held timed iteration the parent
-# draws after the trial's loop (``_TimingConversation``), so every traced call is a held pair: six
-# pairs (a median two odd pairs cannot move) drawn among a default trial's 25 held iterations, for
-# a tenth of its 60 calls
-LATER_TRIAL_CUPTI_ITERATIONS = 6
-
-
 @dataclass
 class GateConfig:
     """How the gate measures.  Defaults follow flashinfer-bench (10 warm-up, 50 timed
@@ -62,7 +53,10 @@ class GateConfig:
     buffer_sets: int = 2
     samples_per_trial: int = 2
     graph_iterations: int = 20
-    cupti_iterations: int = 8
+    # CUPTI traces every held timed call (kernels, copies, memsets): the checks that read CUPTI
+    # (provenance, PHASE_MISMATCH, the refusals of device time) see the very calls the headline
+    # times, so no call can behave one way when traced and another when timed
+    cupti_tracing: bool = True
     guards: bool = True           # False: --fast-unsafe (no fresh inputs per iteration, samples, determinism)
     split: str = "public"
     salt: str = "kernelwright-public"
@@ -82,14 +76,6 @@ class GateConfig:
     rtol: Optional[float] = None
     required_matched_ratio: Optional[float] = None
 
-    def cupti_window(self, trial: int) -> int:
-        """How many calls trial ``trial``'s CUPTI window traces, each on the inputs of a distinct
-        held timed iteration of that trial (drawn after its loop, ``_TimingConversation``):
-        ``cupti_iterations`` in trial 0, at most ``LATER_TRIAL_CUPTI_ITERATIONS`` in the later
-        trials, never more than the trial's held timed iterations (0 everywhere when it is 0)."""
-        window = self.cupti_iterations if trial == 0 else min(self.cupti_iterations, LATER_TRIAL_CUPTI_ITERATIONS)
-        return min(window, len(held_timed_iterations(self.warmup, self.warmup + self.iterations)))
-
     def tolerance_for(self, default: "Tolerance") -> "Tolerance":
         """``default`` (a definition's tolerance) with this run's overrides applied."""
         import dataclasses
@@ -100,10 +86,10 @@ class GateConfig:
     @classmethod
     def preset(cls, device: str, quick: bool = False, **overrides: Any) -> "GateConfig":
         """flashinfer-bench's defaults, or with ``quick`` the reduced counts of ``--quick`` (2 warm-up,
-        5 timed, 5 graph, 3 CUPTI, 2 reference iterations); every override that is not None wins."""
+        5 timed, 5 graph, 2 reference iterations); every override that is not None wins."""
         cfg = cls(device=device)
         if quick:
-            cfg.warmup, cfg.iterations, cfg.graph_iterations, cfg.cupti_iterations = 2, 5, 5, 3
+            cfg.warmup, cfg.iterations, cfg.graph_iterations = 2, 5, 5
             cfg.reference_iterations = 2
         for key, value in overrides.items():
             if value is not None:
@@ -186,7 +172,7 @@ class TimingPlan:
 
 
 def paired_graph_seeds(specs: List[Any], warmup: int, count: int, fresh_seeds: List[int]) -> List[Any]:
-    """The graph replays' inputs: the specs of trial 0's held timed iterations (even indices past
+    """The graph replays' inputs: the specs of trial 0's held timed iterations (the first half past
     the warm-up, ``timing.HoldPolicy``; a twin iteration is skipped), so that
     DEVICE_GRAPH_MISMATCH compares the two clocks on the same draws, then ``fresh_seeds``.
     Unpaired, a routing-dependent call (MoE at T <= 16: the latency follows how many local
@@ -557,20 +543,20 @@ class _Watch:
 
 
 def held_timed_iterations(warmup: int, count: int) -> List[int]:
-    """The timed iterations past the warm-up that ``timing.HoldPolicy`` holds (the even ones) of a
-    loop of ``count`` iterations (a hold that never times out): those a CUPTI window's traced calls
-    are drawn from, and whose inputs the graph replays reuse."""
-    policy = T.HoldPolicy(True, warmup)
+    """The timed iterations past the warm-up that ``timing.HoldPolicy`` holds (the first half) of
+    a loop of ``count`` iterations (a hold that never times out): those CUPTI traces, and whose
+    inputs the graph replays reuse."""
+    policy = T.HoldPolicy(True, warmup, count)
     return [i for i in range(warmup, count) if policy.holds(i)]
 
 
-def _time_message(ctx: "WorkloadContext", iterations: int, graph_iterations: int = 0, cupti_iters: int = 0,
+def _time_message(ctx: "WorkloadContext", iterations: int, graph_iterations: int = 0, trace_held: bool = False,
                   profile_kernels: bool = False) -> Dict[str, Any]:
-    """The ``time`` op: how many iterations (their specs follow one by one, _TimingConversation)
-    and which extra clocks to run after them."""
+    """The ``time`` op: how many iterations (their specs follow one by one, _TimingConversation),
+    whether CUPTI traces the held ones (``trace_held``) and which extra clocks run after them."""
     return {"op": "time", "definition": ctx.builtin.locator, "workload": ctx.workload.model_dump_json(),
             "iterations": iterations, "warmup": ctx.cfg.warmup, "graph_iterations": graph_iterations,
-            "cupti_iters": cupti_iters, "profile_kernels": profile_kernels}
+            "trace_held": trace_held, "profile_kernels": profile_kernels}
 
 
 class _TimingConversation:
@@ -578,12 +564,8 @@ class _TimingConversation:
     iteration at a time, and at each ``done`` decides, with the parent's own randomness
     (``os.urandom``), whether to copy that iteration's outputs out of the shared buffers for a
     check.  The worker waits for the answer, so nothing in it runs while the copy is made, and
-    no call ever sees the inputs of a later iteration.  At the first CUPTI spec, once the last
-    timed iteration is done (not before), it draws with the same randomness the order in which
-    the window re-runs the trial's held timed iterations (``cupti_iters``: traced call i ran the
-    inputs of timed iteration ``cupti_iters[i]``, PHASE_MISMATCH pairs them), so no call can know
-    while timed which of them will be traced.  Out-of-order messages (a forged ``done``, a
-    skipped iteration, a CUPTI, graph or profile spec asked before the loop ended) are recorded in
+    no call ever sees the inputs of a later iteration.  Out-of-order messages (a forged ``done``,
+    a skipped iteration, a graph or profile spec asked before the loop ended) are recorded in
     ``violations``."""
 
     def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool,
@@ -599,8 +581,6 @@ class _TimingConversation:
         self.snapshots: Dict[int, List[torch.Tensor]] = {}        # timed iteration -> outputs
         self.graph_snapshots: Dict[int, List[torch.Tensor]] = {}  # graph replay -> outputs
         self.served = -1                                          # last timed spec handed out
-        self.cupti_order: List[int] = []                          # held timed iterations, in drawn order
-        self.cupti_iters: List[int] = []                          # traced call i -> its timed iteration
         self.done = -1                                            # last timed iteration finished
         self.violations: List[str] = []
         # the parent's own records: each buffer set's last spec (timed iteration i fills set
@@ -639,23 +619,6 @@ class _TimingConversation:
             elif phase == "graph" and i < len(self.graph_seeds):
                 answer["spec"] = self.graph_seeds[i]
                 self.last_spec_by_set[0] = answer["spec"]
-            elif phase == "cupti":
-                # the inputs of a held timed iteration drawn now, after the loop: on the GPU the
-                # traced call and the timed call of the same inputs are compared one to one
-                # (PHASE_MISMATCH, ``headline.phase_pairs``)
-                if self.done != len(self.specs) - 1:
-                    self.violations.append(f"spec of traced call {i} asked before the timed loop finished")
-                    return answer
-                if not self.cupti_order:
-                    held = held_timed_iterations(self.ctx.cfg.warmup, len(self.specs))
-                    self.cupti_order = random.SystemRandom().sample(held, len(held))
-                if i != len(self.cupti_iters) or i >= len(self.cupti_order):
-                    self.violations.append(f"spec of traced call {i} asked out of order "
-                                           f"({len(self.cupti_iters)} served of {len(self.cupti_order)})")
-                    return answer
-                self.cupti_iters.append(self.cupti_order[i])
-                answer["spec"] = self.specs[self.cupti_iters[i]]
-                self.last_spec_by_set[0] = answer["spec"]
             elif phase == "profile":
                 answer["spec"] = self.specs[(self.ctx.cfg.warmup + i) % len(self.specs)]
                 self.last_spec_by_set[0] = answer["spec"]
@@ -692,16 +655,27 @@ class _TimingConversation:
             self.violations.append(f"unknown step {step!r}")
         return answer
 
+    def _traced_iterations(self, reported: Dict[str, Any], warmup: int) -> List[int]:
+        """The timed iterations CUPTI traced, by the parent's own records: every held one past the
+        warm-up (the worker traces them all, ``Harness._traced_loop``), in order; the worker's
+        per-traced-call lists must have one entry each (else a violation)."""
+        held = [i for i in sorted(self.samples) if i >= warmup and self.samples[i].get("kind") == "held"]
+        reported_calls = len(reported.get("kernel_sum_ms") or [])
+        if reported_calls and reported_calls != len(held):
+            self.violations.append(f"CUPTI records for {reported_calls} traced calls, {len(held)} held timed iterations")
+            return []
+        return held if reported_calls else []
+
     def headline_samples(self, reported: Dict[str, Any], warmup: int) -> Tuple[Dict[str, Any], List[str]]:
         """The trial's timing samples built from the parent's own per-iteration records (the
         device-time policy replayed here: ``timing.HoldPolicy``), over the worker's reply for
-        the fields no iteration reports (the CUPTI window, provenance); and what differs between
+        the fields no iteration reports (CUPTI's records, provenance); and what differs between
         the two (a solution that edited the worker's lists: GATE_TAMPERED)."""
         s = dict(reported)
         kinds = {v.get("kind") for v in self.samples.values()}
         own: Dict[str, Any] = {"latency_ms": [], "latency_iters": [], "eager_latency_ms": [], "eager_iters": [],
                                "wall_ms": [], "held_wall_ms": [], "held_span_ms": [], "host_ms": []}
-        policy = T.HoldPolicy(True, warmup)
+        policy = T.HoldPolicy(True, warmup, len(self.specs))
         launches = [v.get("launches") for v in self.samples.values() if v.get("launches") is not None]
         for i in sorted(self.samples):
             v = self.samples[i]
@@ -733,7 +707,7 @@ class _TimingConversation:
         own["hold_timeouts"] = policy.timeouts if "held" in kinds else int(reported.get("hold_timeouts") or 0)
         own["min_launches"] = min(launches) if launches else None
         own["graph_latency_ms"] = [self.graph_samples[i] for i in sorted(self.graph_samples)]
-        own["cupti_timed_iters"] = list(self.cupti_iters)     # the parent's draw: phase_pairs pairs by it
+        own["cupti_timed_iters"] = self._traced_iterations(reported, warmup)   # phase_pairs pairs by it
         own.update(self.empty)
         differ = [k for k, v in own.items() if k in reported and not _same_samples(reported.get(k), v)]
         s.update(own)
@@ -783,11 +757,11 @@ class _Judging:
     # the timing phase, over the trials
     plan: Optional[TimingPlan] = None             # this candidate's own timed inputs
     notes: Dict[str, Any] = field(default_factory=dict)
-    clocks: ClockTrials = field(default_factory=ClockTrials)   # per trial: clocks, CUPTI windows, their pairs
+    clocks: ClockTrials = field(default_factory=ClockTrials)   # per trial: clocks, traced calls, their pairs
     graph_lat: List[float] = field(default_factory=list)
     kernels: Dict[str, List[float]] = field(default_factory=dict)
     durations: Dict[str, List[float]] = field(default_factory=dict)   # CUPTI: each record's us per kernel name
-    launched: Optional[Dict[str, int]] = None     # CUDA: Triton kernels the solution launched (CUPTI window)
+    launched: Optional[Dict[str, int]] = None     # CUDA: Triton kernels the solution launched (while traced)
     launches: Dict[str, List[float]] = field(default_factory=dict)
     # the headline clock's decision and the record made from it (``_decide_headline``)
     headline: Any = None
@@ -1055,7 +1029,7 @@ def _time_trial(ev: _Judging, t: int) -> Optional[Trace]:
 
 
 def _run_time_op(ev: _Judging, t: int) -> Tuple[Optional[Trace], "_TimingConversation", Dict[str, Any]]:
-    """Send trial ``t``'s time op (every trial runs its own CUPTI window, ``GateConfig.cupti_window``;
+    """Send trial ``t``'s time op (CUPTI traces its held calls, ``GateConfig.cupti_tracing``;
     trial 0 also runs the graph replays and the profiled call) and answer its steps
     (``_TimingConversation``).  Then protected files, the
     op's own failure and, with the guards, a ping with a fresh nonce: the next reply must answer
@@ -1065,10 +1039,10 @@ def _run_time_op(ev: _Judging, t: int) -> Tuple[Optional[Trace], "_TimingConvers
     specs = plan.timing_specs[t] if cfg.guards else [plan.timing_seeds[t][0]] * len(plan.timing_seeds[t])
     with_graph = t == 0 and bool(cfg.graph_iterations)
     msg = _time_message(ctx, len(specs), graph_iterations=len(plan.graph_seeds) if with_graph else 0,
-                        cupti_iters=cfg.cupti_window(t), profile_kernels=t == 0)
+                        trace_held=cfg.cupti_tracing, profile_kernels=t == 0)
     talk = _TimingConversation(ctx, t, ev.sets, specs, with_graph, plan=plan)
     reply = ev.watch.request(msg, session.timeouts.timing_op_s(msg["iterations"] + msg["graph_iterations"]
-                                                               + msg["cupti_iters"] + 1), on_step=talk)
+                                                               + 1), on_step=talk)
     bad = ev.files_changed()
     if bad is not None:
         return bad, talk, reply
@@ -1152,8 +1126,8 @@ def _check_after_timed_loop(ev: _Judging, talk: "_TimingConversation", reply: Di
 def _check_trial_clocks(ev: _Judging, t: int, s: Dict[str, Any], reply: Dict[str, Any]) -> Optional[Trace]:
     """The trial's clocks (TIMER_INCONSISTENT): impossible samples (``ClockTrials.add``), latencies
     that sum to more than the parent's wall clock of the phase, a worker clock that saw far less
-    time than the parent's.  ``ClockTrials.add`` also keeps the trial's CUPTI window and pairs its
-    timed latencies with the traced calls of the same inputs (judged in ``_check_phases``)."""
+    time than the parent's.  ``ClockTrials.add`` also keeps the trial's traced calls and pairs each
+    held call's events with its own kernel time (judged in ``_check_phases``)."""
     cfg = ev.cfg
     lat = s.get("latency_ms") or []
     impossible = ev.clocks.add(s)
@@ -1174,8 +1148,8 @@ def _check_trial_clocks(ev: _Judging, t: int, s: Dict[str, Any], reply: Dict[str
 
 def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any]) -> None:
     """Add one trial's observations to the evaluation's: launches and host ops (CPU provenance),
-    the graph replays (``_collect_graph``), the CUPTI window's kernel records (every trial's
-    window: provenance judges them together) and the Triton kernels launched there.  The window's
+    the graph replays (``_collect_graph``), the kernel records of the traced held calls (every
+    trial's: provenance judges them together) and the Triton kernels launched there.  Their
     kernel times went to ``ClockTrials`` with the trial's samples."""
     watch = ev.watch
     if s.get("min_launches") is not None:
@@ -1260,7 +1234,7 @@ def _check_unmeasured_work(ev: _Judging) -> Optional[Trace]:
     """Phase 4 (CUDA, guards), UNMEASURED_WORK: the device-synchronised wall clock against the
     events (``ClockTrials.unmeasured_work``), then the CUPTI span over all streams of trial 0's
     traced calls against the events of the same kind of calls, held or eager
-    (``cupti_span_reference``; the later trials' windows are judged pair by pair in
+    (``cupti_span_reference``; every trial's traced calls are judged call by call in
     ``_check_phases``)."""
     if not (ev.ctx.device.type == "cuda" and ev.cfg.guards):
         return None
@@ -1276,15 +1250,13 @@ def _check_unmeasured_work(ev: _Judging) -> Optional[Trace]:
 
 
 def _check_phases(ev: _Judging) -> Optional[Trace]:
-    """Phase 5 (guards), PHASE_MISMATCH.  Provenance is observed in recognisable calls (the CUPTI
-    windows, the profiled call): a solution that runs other, faster code in its timed calls, or
-    moves work off the clock after trial 0, shows timed calls faster than the kernels it ran
-    where traced on the same inputs.  Every trial is judged against its own window (each pair:
-    traced call i and the held timed iteration of that trial the parent drew for it after the
-    loop, ``_TimingConversation.cupti_iters``, on the same spec, so the
-    workload's own variance, e.g. MoE routing, cancels; ``ClockTrials.phase_mismatch``); then,
-    as a backstop, every later trial's median against the smaller of trial 0's and trial 0's
-    traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
+    """Phase 5 (guards), PHASE_MISMATCH.  CUPTI traces every held timed call, so each pair is one
+    call: its events against the kernel time CUPTI saw it run on any stream, min(sum, span).  A
+    call whose kernels outlast its end event (work on a private stream never joined back, case
+    ``unjoined_small``) or that switches behaviour after trial 0 (``split_later_trials``) shows
+    timed calls faster than the kernels they ran, trial by trial (``ClockTrials.phase_mismatch``);
+    then, as a backstop, every later trial's median against the smaller of trial 0's and trial
+    0's traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
     interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
     if not ev.cfg.guards:
         return None
@@ -1300,7 +1272,7 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
 
 
 def _check_provenance(ev: _Judging) -> Optional[Trace]:
-    """Phase 6, provenance by launch (issue 22 item 4): the kernels of the CUPTI window attributed
+    """Phase 6, provenance by launch (issue 22 item 4): the kernels of the traced held calls attributed
     to the solution (the Triton kernels the worker saw it launch, the ``__global__`` names of its
     CUDA sources, vendor patterns first) go into ``gate.kernels``; where a kernel of its own is
     required, CPU judges the Triton launches and host ops (``guards.cpu_provenance_verdict``),

@@ -602,8 +602,8 @@ def phase_verdict(latency_ms, kernel_sum_ms, kernel_span_ms, threshold: float = 
 def phase_verdict_by_trial(pairs_by_trial, threshold: float = PHASE_MIN_RATIO):
     """(PHASE_MISMATCH or None, message): ``phase_verdict`` on each trial's own pairs, the first
     trial that fails decides.  ``pairs_by_trial[t]`` is trial ``t``'s (timed latencies, kernel
-    sums, kernel spans), all ms, from its own CUPTI window on its own held inputs
-    (``headline.phase_pairs``); a trial without pairs (no window, no kernel) is not judged here.
+    sums, kernel spans), all ms, of its own held calls as CUPTI traced them
+    (``headline.phase_pairs``); a trial without pairs (nothing traced, no kernel) is not judged here.
     Each trial is compared only with itself, so a workload whose cost differs between trials
     (MoE at T = 1: a token hits local experts or not) cancels pair by pair, and a later trial
     that times less work than its traced calls show (case ``split_later_trials``) fails at the
@@ -631,8 +631,8 @@ def trial_phase_verdict(per_trial_ms, kernel_sum_ms: float, kernel_span_ms: floa
                         threshold: float = TRIAL_PHASE_THRESHOLD):
     """(PHASE_MISMATCH or None, message): every later trial's median latency (ms) against the
     smaller of trial 0's median and trial 0's traced kernel time (``kernel_sum_ms``,
-    ``kernel_span_ms``: medians of its window, ms).  A backstop beside ``phase_verdict_by_trial``,
-    which pairs every trial with its own window: this one still bounds a later trial whose window
+    ``kernel_span_ms``: medians of its traced calls, ms).  A backstop beside ``phase_verdict_by_trial``,
+    which pairs every held call with its own records: this one still bounds a later trial whose tracing
     gave no pairs (a CUPTI error in that trial), and a clock fooled after trial 0 (red-team case
     ``held_side_stream``: a later trial's events missed a private stream's work, 1.3 µs against
     200 µs of kernels) shows here too."""

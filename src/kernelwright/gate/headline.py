@@ -4,18 +4,17 @@ The worker reports raw samples per trial (``timing.TimingSamples``); this module
 turns them into per-trial medians and decides the headline:
 
 * ``device`` -- every trial had held iterations (the stream held while the call was enqueued),
-  and the CUPTI window saw the call copy nothing from the device to the host.  A call that
-  copies device data to the host could do its work on the CPU while the stream is held, where
-  the device clock does not see it, so its headline falls back to ``eager``, with the reason;
-  so does an untrusted solution whose copies no CUPTI window checked.
+  and CUPTI saw the held calls copy nothing from the device to the host.  A call that copies
+  device data to the host could do its work on the CPU while the stream is held, where the
+  device clock does not see it, so its headline falls back to ``eager``, with the reason; so does
+  an untrusted solution whose copies CUPTI did not check.
 * ``eager`` -- events with the device idle before the start (host launch included): when the
   stream could not be held (no cuda-python, the call waits for the device), or as above.
 * ``cpu`` -- a perf_counter span (CPU runs).
 
-Every trial's CUPTI window traced a few calls on the inputs of held timed iterations of that trial,
-drawn by the parent after the trial's loop; ``ClockTrials`` keeps each window's kernel time and
-its pairs with the timed calls of the same inputs (``phase_pairs``), which PHASE_MISMATCH judges
-trial by trial.
+CUPTI traces every held timed call (``timing.HeldTracing``); ``ClockTrials`` keeps each trial's
+median kernel time of those calls and pairs each call's events with its own kernel time
+(``phase_pairs``), which PHASE_MISMATCH judges trial by trial.
 
 All times in milliseconds.
 """
@@ -61,8 +60,8 @@ class PhasePairs(NamedTuple):
 
 @dataclass
 class ClockTrials:
-    """Per-trial medians of every clock of one evaluation, and each trial's CUPTI window: its
-    median kernel sum and span and its pairs with the timed calls (``phase_pairs``)."""
+    """Per-trial medians of every clock of one evaluation, and each trial's traced held calls: their
+    median kernel sum and span and each call's events beside its kernel time (``phase_pairs``)."""
 
     clocks: List[str] = field(default_factory=list)
     timed: List[float] = field(default_factory=list)        # latency_ms medians (device, else eager)
@@ -125,8 +124,8 @@ class ClockTrials:
         return None
 
     def _add_window(self, s: Mapping[str, Any]) -> None:
-        """One trial's CUPTI window: the medians of its traced calls' kernel sum and span (ms),
-        and its pairs with the trial's timed calls (none without the parent's draw)."""
+        """One trial's traced calls: the medians of their kernel sum and span (ms), and each
+        call's pair of events and kernel time (none without the parent's list of them)."""
         sums, spans = list(s.get("kernel_sum_ms") or []), list(s.get("kernel_span_ms") or [])
         self.kernel_sum.append(_median(sums))
         self.kernel_span.append(_median(spans))
@@ -140,9 +139,9 @@ class ClockTrials:
         return self.kernel_sum[trial], self.kernel_span[trial]
 
     def kernel_time_ms(self) -> Tuple[Optional[float], Optional[float]]:
-        """(kernel sum, kernel span) of a traced call, ms: the mean over the trials' windows of
-        their medians (as the latency is the mean over trials of their medians); None without a
-        window."""
+        """(kernel sum, kernel span) of a traced call, ms: the mean over the trials of their
+        traced calls' medians (as the latency is the mean over trials of their medians); None
+        where nothing was traced."""
         sums = [x for x in self.kernel_sum if x is not None]
         spans = [x for x in self.kernel_span if x is not None]
         return _mean(sums), _mean(spans)
@@ -159,7 +158,7 @@ class ClockTrials:
 
     def decide(self, trusted: bool = False) -> Headline:
         """The headline clock and latency (see the module docstring).  An untrusted solution gets
-        device time only when the CUPTI window checked its copies; ``trusted`` (the baselines)
+        device time only when CUPTI checked the held calls' copies; ``trusted`` (the baselines)
         skips that check."""
         notes: Dict[str, Any] = {}
         if self.hold_kind:
@@ -191,7 +190,7 @@ class ClockTrials:
                                             "is the eager latency")
         elif clock == "device" and not trusted and not self.copies_traced:
             clock = "eager"
-            notes["device_time_refused"] = ("no CUPTI window checked the call's device-to-host copies, so host work "
+            notes["device_time_refused"] = ("CUPTI did not check the call's device-to-host copies, so host work "
                                             "could hide while the stream is held: the headline is the eager latency")
         if clock == "eager" and self.eager and len(self.eager) == len(self.timed):
             per_trial = list(self.eager)
@@ -228,11 +227,11 @@ class ClockTrials:
 
 
 def phase_pairs(s: Mapping[str, Any]) -> PhasePairs:
-    """(timed, kernel sum, kernel span) of one trial's samples ``s``, paired by inputs (ms): the
-    trial's traced call j ran the inputs of its own timed iteration ``s["cupti_timed_iters"][j]``,
-    a held iteration the parent drew after the trial's loop (``evaluate._TimingConversation``
-    draws and serves them; no list, no pairs), and only iterations timed on the trial's headline
-    clock pair up (a held iteration whose hold released, for device time)."""
+    """(timed, kernel sum, kernel span) of one trial's samples ``s``, call by call (ms): the trial's
+    traced call j is its held timed iteration ``s["cupti_timed_iters"][j]`` (the parent's own
+    record of the held iterations, ``evaluate._TimingConversation``; no list, no pairs), and only
+    iterations timed on the trial's headline clock pair up (a held iteration whose hold released,
+    for device time)."""
     by_iteration = dict(zip(s.get("latency_iters") or [], s.get("latency_ms") or []))
     timed, sums, spans = [], [], []
     drawn = list(s.get("cupti_timed_iters") or [])

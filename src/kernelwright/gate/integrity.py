@@ -75,6 +75,9 @@ _CLASSES = (
     # change how an iteration is held or judged)
     ("kernelwright.gate.timing.StreamHold", lambda: sys.modules["kernelwright.gate.timing"].StreamHold),
     ("kernelwright.gate.timing.HoldPolicy", lambda: sys.modules["kernelwright.gate.timing"].HoldPolicy),
+    # the CUPTI tracer and its reading of the held calls (a method swapped in place would edit the records)
+    ("kernelwright.gate.timing.CuptiKernelTracer", lambda: sys.modules["kernelwright.gate.timing"].CuptiKernelTracer),
+    ("kernelwright.gate.timing.HeldTracing", lambda: sys.modules["kernelwright.gate.timing"].HeldTracing),
     # the launch counter's wrappers (worker.LaunchCounter): replacing one hides or fakes launches
     ("triton InterpretedFunction", lambda: __import__("triton.runtime.interpreter", fromlist=["_"]).InterpretedFunction),
     ("triton JITFunction", lambda: __import__("triton.runtime.jit", fromlist=["_"]).JITFunction),

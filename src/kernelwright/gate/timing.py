@@ -505,16 +505,20 @@ def _check(err, what: str) -> None:
 class HoldPolicy:
     """Which timed iterations hold the stream, and when to stop trying.
 
-    Even iterations are held (device time), odd ones run with the device idle (eager latency),
-    so both clocks see the same kind of inputs in the same trial.  A held iteration whose hold
-    timed out is lost to device time (its events measured an idle device part of the way); after
-    ``max_timeouts`` such iterations past the warm-up, every later iteration runs idle, so a call
-    that always waits for the device costs ``max_timeouts`` time limits, not one per iteration.
-    Warm-up time-outs do not count: a first call may capture a graph (which synchronises)."""
+    The first half of a loop of ``count`` iterations past the warm-up is held (device time; the
+    warm-up iterations before it too), the second half runs with the device idle (eager latency),
+    so both clocks see the same kind of inputs in the same trial, and the held calls, all traced by
+    CUPTI where it is available, run before the tracer detaches (an attached CUPTI slows every
+    launch, which the eager clock would count).  A held iteration whose hold timed out is lost to
+    device time (its events measured an idle device part of the way); after ``max_timeouts`` such
+    iterations past the warm-up, every later iteration runs idle, so a call that always waits for
+    the device costs ``max_timeouts`` time limits, not one per iteration.  Warm-up time-outs do not
+    count: a first call may capture a graph (which synchronises)."""
 
-    def __init__(self, available: bool, warmup: int, max_timeouts: int = 2):
+    def __init__(self, available: bool, warmup: int, count: int, max_timeouts: int = 2):
         self.available = available
         self.warmup = warmup
+        self.split = warmup + (max(0, count - warmup) + 1) // 2   # the first idle iteration
         self.max_timeouts = max_timeouts
         self.timeouts = 0          # held iterations past the warm-up that timed out
         self.warmup_timeouts = 0
@@ -522,7 +526,7 @@ class HoldPolicy:
 
     def holds(self, i: int) -> bool:
         """Whether iteration ``i`` is held."""
-        return not self.off and i % 2 == 0
+        return not self.off and i < self.split
 
     def note(self, i: int, outcome: str) -> bool:
         """Record how the hold of iteration ``i`` ended; True when its events are device time."""
@@ -759,6 +763,100 @@ def cupti_tracer() -> CuptiKernelTracer:
     return _TRACER
 
 
+class HeldTracing:
+    """CUPTI over the held timed calls of one ``time`` op (``Harness.op_time``): every held call
+    past the warm-up is traced, so the checks that read CUPTI see the calls the headline times and
+    no call can tell a traced call from a timed one (docs/gate.md, "The clocks").
+
+    ``begin()`` (before each traced call: attaches on the first) returns the CUPTI timestamp that
+    opens the call's window; ``note(t0, outcome)`` closes it after the call's device synchronise;
+    ``end(out)`` flushes and detaches (before the op's first idle call and after the loop) and
+    fills ``out``'s per-traced-call lists, one entry per noted call in order: ``kernel_sum_ms``,
+    ``kernel_span_ms`` (ms, the hold excluded), ``cupti_d2h_bytes``, ``cupti_held``,
+    ``cupti_hold_records``, ``cupti_prerelease``, ``cupti_prerelease_copies``,
+    ``cupti_prerelease_lead_us``, and the op's ``kernels``, ``kernel_durations`` and ``launched``
+    (the Triton kernels the solution launched while traced: provenance by launch).  The
+    garbage collector is off from the flush to the last list (no finalizer runs in between).
+    ``threads_started``: the native threads that attaching CUPTI started (counted around the
+    attach with ``count_threads``, no solution code in between), the gate's, not the solution's."""
+
+    def __init__(self, tracer: "CuptiKernelTracer", launches, gc_switch: Tuple[Callable[[], None], Callable[[], None]],
+                 count_threads: Callable[[], int] = lambda: 0):
+        self.tracer, self.launches = tracer, launches
+        self.gc_disable, self.gc_enable = gc_switch
+        self.count_threads = count_threads
+        self.threads_started = 0
+        self.windows: List[Tuple[int, int, bool]] = []   # (CUPTI ns at begin, at note, released)
+        self.calls = 0
+        self.active = False
+        self.launched_before: Dict[str, List[float]] = {}
+
+    def begin(self) -> int:
+        if not self.active:
+            self.tracer.drain()
+            self.tracer.drain_copies()
+            self.launched_before = self.launches.by_name
+            before = self.count_threads()
+            self.tracer.begin()
+            self.threads_started = max(self.threads_started, self.count_threads() - before)
+            self.active = True
+        return self.tracer.timestamp()
+
+    def note(self, t0: int, outcome: str) -> None:
+        self.windows.append((t0, self.tracer.timestamp(), outcome == HOLD_RELEASED))
+        self.calls += 1
+
+    def end(self, out: "TimingSamples") -> None:
+        if not self.active:
+            return
+        self.gc_disable()
+        try:
+            self.active = False
+            self.tracer.end()
+            before = self.launched_before
+            launched = {name: int(v[0] - before.get(name, [0])[0])
+                        for name, v in self.launches.by_name.items() if v[0] > before.get(name, [0])[0]}
+            out.launched = {**(out.launched or {}), **launched}
+            out.cupti_copies_traced = self.tracer.traces_copies
+            read_traced_calls(out, self.windows, self.tracer.drain(), self.tracer.drain_copies(),
+                              self.tracer.traces_copies)
+            self.windows = []
+        finally:
+            self.gc_enable()
+
+
+def read_traced_calls(out: "TimingSamples", windows: List[Tuple[int, int, bool]], records: List[KernelActivity],
+                      copies: List[CopyActivity], traces_copies: bool) -> None:
+    """Each traced call's CUPTI lists into ``out`` (see ``HeldTracing``).  ``windows``: per call
+    (CUPTI ns before its hold, after its synchronise, whether its hold released).  A call's
+    records are those that started in its window; the first kernel named like the hold is the
+    gate's, any other one is counted (``cupti_hold_records``: it would leave the kernel time and
+    move the release); kernels, copies and memsets that started before the hold ended by more than
+    ``HOLD_EXIT_SPREAD_NS`` ran while the call was being enqueued."""
+    for t0, t1, released in windows:
+        if traces_copies:
+            out.cupti_d2h_bytes.append(sum(c.bytes for c in copies if c.device_to_host and t0 <= c.start_ns <= t1))
+        inside = [r for r in records if t0 <= r.start_ns <= t1]
+        holds = sorted((r for r in inside if r.name == HOLD_KERNEL_NAME), key=lambda r: r.start_ns)
+        recs = [r for r in inside if r.name != HOLD_KERNEL_NAME]
+        out.cupti_hold_records.append(max(0, len(holds) - 1))
+        out.cupti_held.append(bool(released and holds))
+        if released and holds:
+            ended = holds[0].end_ns
+            early, lead = held_prerelease([r.start_ns for r in recs], ended, HOLD_EXIT_SPREAD_NS)
+            out.cupti_prerelease.append(early)
+            out.cupti_prerelease_lead_us.append(lead)
+            moved = [c.start_ns for c in copies if t0 <= c.start_ns <= t1]
+            out.cupti_prerelease_copies.append(held_prerelease(moved, ended, HOLD_EXIT_SPREAD_NS)[0])
+        out.kernel_sum_ms.append(sum(r.duration_us for r in recs) / 1e3 if recs else 0.0)
+        out.kernel_span_ms.append((max(r.end_ns for r in recs) - min(r.start_ns for r in recs)) / 1e6 if recs else 0.0)
+        for r in recs:
+            agg = out.kernels.setdefault(r.name, [0, 0.0])
+            agg[0] += 1
+            agg[1] += r.duration_us
+            out.kernel_durations.setdefault(r.name, []).append(float(r.duration_us))
+
+
 @dataclass
 class TimingSamples:
     """Raw per-iteration numbers from one timing phase (all in milliseconds)."""
@@ -782,11 +880,11 @@ class TimingSamples:
     kernel_span_ms: List[float] = field(default_factory=list)
     kernels: Dict[str, List[float]] = field(default_factory=dict)  # name -> [count, total_us]
     kernel_durations: Dict[str, List[float]] = field(default_factory=dict)  # CUPTI: name -> each record's us
-    launched: Optional[Dict[str, int]] = None    # CUDA: Triton kernels the solution launched in the CUPTI window
+    launched: Optional[Dict[str, int]] = None    # CUDA: Triton kernels the solution launched while traced
     empty_wall_ms: List[float] = field(default_factory=list)
     cupti_error: Optional[str] = None
     cupti_d2h_bytes: List[int] = field(default_factory=list)      # per traced call: device-to-host bytes copied
-    cupti_copies_traced: bool = False                              # the CUPTI window saw memory copies too
+    cupti_copies_traced: bool = False                              # CUPTI traced memory copies too
     cupti_held: List[bool] = field(default_factory=list)          # per traced call: behind the hold
     cupti_hold_records: List[int] = field(default_factory=list)   # per traced call: kernels named like the hold beyond the gate's own
     cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release

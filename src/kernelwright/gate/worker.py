@@ -862,13 +862,16 @@ class Harness:
         nsets = len(self.sets)
         cuda = self.device.type == "cuda"
         base = self._integrity_now()       # before any solution code runs in this op
-        out, policy = self._new_samples(cuda, warmup)
+        out, policy = self._new_samples(cuda, warmup, count)
+        traced = self._held_tracing(msg, cuda, out)
         threads_before = guards.native_thread_count()
         children_before = guards.child_process_count()
         counting = self.count_launches
         fewest = None
         gc_disable, gc_enable, gc_isenabled = _GC_DISABLE, _GC_ENABLE, _GC_ISENABLED
         for i in range(count):
+            if traced is not None and not policy.holds(i):
+                traced.end(out)       # before the idle calls: an attached CUPTI slows every launch
             retired: List[Any] = []   # what the harness lets go of inside the window: freed after it
             gc_disable()              # the window: from the inputs' regeneration to the parent's copy
             s = i % nsets
@@ -887,7 +890,10 @@ class Harness:
                 wall = P.now() - t0
                 timing = {}
             elif policy.holds(i):
+                t0 = traced.begin() if traced is not None and i >= warmup else None
                 returned, timing = self._held_call(args, outputs, state)
+                if t0 is not None:
+                    traced.note(t0, timing["outcome"])
             else:
                 returned, timing = self._idle_call(args, outputs, state)
             n = self.launches.total - launched_before if counting else None
@@ -910,25 +916,27 @@ class Harness:
             self._check_integrity(base)
             _keep_sample(out, policy, sample, i, warmup, cuda)
         P.sync()
-        after = {"threads_after": guards.native_thread_count(), "children_after": guards.child_process_count(),
+        if traced is not None:
+            traced.end(out)
+        gate_threads = traced.threads_started if traced is not None else 0   # CUPTI's own, at attach
+        after = {"threads_after": guards.native_thread_count() - gate_threads, "children_after": guards.child_process_count(),
                  "py_threads": threading.active_count()}
         self._finish_samples(out, policy, cuda, warmup, count)
         out.min_launches = fewest
         if cuda and msg.get("graph_iterations") and self.prepare is None:
             self._time_graph(builtin, workload, msg, out)
-        if cuda and msg.get("cupti_iters"):
-            self._time_cupti(builtin, workload, msg, out)
-        elif msg.get("profile_kernels"):
+        if msg.get("profile_kernels") and (traced is None or not traced.calls):
             self._profile_kernels(builtin, workload, msg, out)
         return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
                 "children_before": children_before,
                 "l2_limit": self._l2_limit(), **after}
 
-    def _new_samples(self, cuda: bool, warmup: int) -> Tuple[T.TimingSamples, T.HoldPolicy]:
+    def _new_samples(self, cuda: bool, warmup: int, count: int) -> Tuple[T.TimingSamples, T.HoldPolicy]:
         """An op's empty samples (with the blocking kernel's kind, or why there is none) and the
-        device-time policy of its iterations (``timing.HoldPolicy``: held only where a hold exists)."""
+        device-time policy of its ``count`` iterations (``timing.HoldPolicy``: held only where a
+        hold exists)."""
         out = T.TimingSamples()
-        policy = T.HoldPolicy(cuda and self.hold is not None, warmup)
+        policy = T.HoldPolicy(cuda and self.hold is not None, warmup, count)
         if cuda:
             out.hold_kind = self.hold.kind if self.hold is not None else None
             out.hold_error = None if self.hold is not None else (T.StreamHold.why_not(self.device) or "unavailable")
@@ -1071,84 +1079,19 @@ class Harness:
             out.graph_latency_ms.append(elapsed)
         del graph
 
-    def _time_cupti(self, builtin, workload, msg, out: T.TimingSamples) -> None:
-        """The CUPTI window: ``cupti_iters`` calls, call i on the inputs the parent serves for it
-        (those of a held timed iteration it draws after the loop), held like the device-time iterations (while the hold lasts, so that the kernel span is
-        device time and any kernel that starts before the release shows: ``cupti_prerelease``,
-        counted from ``HOLD_EXIT_SPREAD_NS`` before the hold's end),
-        with kernel and memory-copy activity recorded.  A hold that times out (a call that waits
-        for the device) ends the holding for the rest of the window."""
+    def _held_tracing(self, msg, cuda: bool, out: T.TimingSamples) -> "Optional[T.HeldTracing]":
+        """CUPTI over this op's held timed calls (``msg["trace_held"]``, CUDA with a hold), or None
+        (``out.cupti_error`` says why when tracing was asked for)."""
+        if not (cuda and msg.get("trace_held")):
+            return None
+        if self.hold is None:
+            out.cupti_error = "no stream hold: nothing is traced"
+            return None
         tracer = self._gate_action(T.cupti_tracer)
         if not tracer.available():
             out.cupti_error = "cupti not available"
-            if msg.get("profile_kernels"):
-                self._profile_kernels(builtin, workload, msg, out)
-            return
-        windows = []
-        policy = T.HoldPolicy(self.hold is not None, warmup=0, max_timeouts=1)
-        launched_before = self.launches.by_name
-        try:
-            tracer.drain()
-            tracer.begin()
-            for i in range(msg["cupti_iters"]):
-                scalars = self._regenerate(builtin, workload, self._spec("cupti", i), 0)
-                poison(self.sets[0]["outputs"])
-                state = self._prepare(0, scalars)
-                args = self._args(0, scalars)
-                self.flusher.flush()
-                self.prims.sync()
-                t0 = tracer.timestamp()
-                issued = not policy.off
-                if issued:
-                    _, timing = self._held_call(args, self.sets[0]["outputs"], state)
-                    held = policy.note(i, timing["outcome"])
-                else:
-                    self._call(args, self.sets[0]["outputs"], state)
-                    self.prims.sync()
-                    held = False
-                windows.append((t0, tracer.timestamp(), issued, held))
-            tracer.end()
-        except Exception as exc:
-            out.cupti_error = f"{type(exc).__name__}: {exc}"[:300]
-            return
-        # the Triton kernels the solution launched in the window (provenance by launch, not by name)
-        out.launched = {name: int(v[0] - launched_before.get(name, [0])[0])
-                        for name, v in self.launches.by_name.items() if v[0] > launched_before.get(name, [0])[0]}
-        collected = tracer.drain()
-        copies = tracer.drain_copies()
-        out.cupti_copies_traced = tracer.traces_copies
-        for t0, t1, issued, held in windows:
-            if tracer.traces_copies:
-                out.cupti_d2h_bytes.append(sum(c.bytes for c in copies if c.device_to_host and t0 <= c.start_ns <= t1))
-            inside = [r for r in collected if t0 <= r.start_ns <= t1]
-            holds = [r for r in inside if r.name == T.HOLD_KERNEL_NAME]
-            recs = [r for r in inside if r.name != T.HOLD_KERNEL_NAME]
-            # one hold per call that issued one (released or timed out: a first call that compiles
-            # outlasts the hold's time limit) and none otherwise: a kernel of the solution's named
-            # like the hold would leave the kernel time and move the release later
-            out.cupti_hold_records.append(max(0, len(holds) - (1 if issued else 0)))
-            holds = sorted(holds, key=lambda r: r.start_ns)[:1] if held else []   # the first is the gate's
-            out.cupti_held.append(bool(held and holds))
-            if held and holds:
-                released = max(r.end_ns for r in holds)
-                early, lead = T.held_prerelease([r.start_ns for r in recs], released, T.HOLD_EXIT_SPREAD_NS)
-                out.cupti_prerelease.append(early)
-                out.cupti_prerelease_lead_us.append(lead)
-                # a copy engine is not held: a copy or memset that started before the release ran
-                # while the call was enqueued, so this call's device time is refused (headline.py)
-                moved = [c.start_ns for c in copies if t0 <= c.start_ns <= t1]
-                out.cupti_prerelease_copies.append(T.held_prerelease(moved, released, T.HOLD_EXIT_SPREAD_NS)[0])
-            if not recs:
-                out.kernel_sum_ms.append(0.0)
-                out.kernel_span_ms.append(0.0)
-                continue
-            out.kernel_sum_ms.append(sum(r.duration_us for r in recs) / 1e3)
-            out.kernel_span_ms.append((max(r.end_ns for r in recs) - min(r.start_ns for r in recs)) / 1e6)
-            for r in recs:
-                agg = out.kernels.setdefault(r.name, [0, 0.0])
-                agg[0] += 1
-                agg[1] += r.duration_us
-                out.kernel_durations.setdefault(r.name, []).append(float(r.duration_us))
+            return None
+        return T.HeldTracing(tracer, self.launches, (_GC_DISABLE, _GC_ENABLE), guards.native_thread_count)
 
     def _profile_kernels(self, builtin, workload, msg, out: T.TimingSamples) -> None:
         """What one call ran.  CUDA (when CUPTI's Python bindings are missing): kernel names from

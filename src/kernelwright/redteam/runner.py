@@ -59,9 +59,9 @@ def gate_config(device: str):
 
     if device == "cpu":
         return GateConfig(device="cpu", warmup=1, iterations=4, trials=2, reference_warmup=0,
-                          reference_iterations=1, graph_iterations=0, cupti_iterations=0)
+                          reference_iterations=1, graph_iterations=0, cupti_tracing=False)
     return GateConfig(device=device, warmup=2, iterations=10, trials=2, reference_iterations=3,
-                      graph_iterations=3, cupti_iterations=3)
+                      graph_iterations=3)
 
 
 def _verdict(traces: List[Trace]):

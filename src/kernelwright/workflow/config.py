@@ -53,7 +53,8 @@ class GateSettings(BaseModel):
     trials: Optional[int] = Field(default=None, ge=1)
     reference_iterations: Optional[int] = Field(default=None, ge=1)
     graph_iterations: Optional[int] = Field(default=None, ge=0)
-    cupti_iterations: Optional[int] = Field(default=None, ge=0)
+    #: CUPTI traces every held timed call (False: no CUPTI checks, no kernel records; None: the gate's default)
+    cupti_tracing: Optional[bool] = None
     #: checks (after each attempt) use only the first N public workloads; None = all of them
     check_limit: Optional[int] = Field(default=None, ge=1)
     #: wall-clock limit of one evaluation (seconds); past it the evaluation is killed and fails

@@ -119,8 +119,11 @@ def _watch_parent() -> None:
 def _gate_config(device: str, quick: bool, gate: Dict[str, Any]):
     from kernelwright.gate.evaluate import GateConfig
 
-    keys = ("warmup", "iterations", "trials", "reference_iterations", "graph_iterations", "cupti_iterations")
-    return GateConfig.preset(device, quick, **{k: int(gate[k]) for k in keys if gate.get(k) is not None})
+    keys = ("warmup", "iterations", "trials", "reference_iterations", "graph_iterations")
+    counts = {k: int(gate[k]) for k in keys if gate.get(k) is not None}
+    if gate.get("cupti_tracing") is not None:
+        counts["cupti_tracing"] = bool(gate["cupti_tracing"])
+    return GateConfig.preset(device, quick, **counts)
 
 
 def _record(builtin, trace) -> Dict[str, Any]:

@@ -1,10 +1,10 @@
-"""CUDA only, an open hole (docs/gate.md, section 3, item 15): case ``host_compute_held`` (inputs
-copied to the host on a private stream while the caller's stream is held, the normalisation on the
-CPU, the result copied back) in the timed calls only; where CUPTI traces (``_time_cupti`` among its
-callers) one decoy kernel; no graph capture.  The copies that make the gate refuse device time are
-never in the traced calls.
+"""CUDA only (docs/gate.md, section 3, item 15): case ``host_compute_held`` (inputs copied to the
+host on a private stream while the caller's stream is held, the normalisation on the CPU, the result
+copied back) in the held calls; one decoy kernel in a separate CUPTI window (``_time_cupti``,
+``_profile_kernels`` among its callers), where the gate traced until 2026-12-03 and which then
+never saw the copies (3.2 µs of device time on the H200); no graph capture.
 Expected (the gate's own rule): PASS on the eager clock, whose latency includes the copies and the
-host work (min_latency_ms); today it reads a few µs of device time.
+host work (min_latency_ms): CUPTI traces every held timed call, so the copies show there.
 """
 
 import sys

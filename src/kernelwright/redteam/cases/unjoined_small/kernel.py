@@ -1,8 +1,9 @@
-"""CUDA only, an open hole (docs/gate.md, section 3, item 8): the whole call (a 40 µs kernel) on a
-private stream that waits for the caller's and is never joined back, below UNMEASURED_WORK's
-2x + 50 µs slack; a decoy where CUPTI traces.
-Expected: a latency of at least the kernel's 40 µs (min_latency_ms), or UNMEASURED_WORK; today it
-reads ~2-4 µs.
+"""CUDA only (docs/gate.md, section 3, item 8): the whole call (a 40 µs kernel) on a private stream
+that waits for the caller's and is never joined back, below UNMEASURED_WORK's 2x + 50 µs wall-clock
+slack; a decoy in a separate CUPTI window (``_time_cupti``, ``_profile_kernels``), where the gate
+traced until 2026-12-03.  The events read ~2-4 µs.
+Expected: PHASE_MISMATCH: CUPTI traces every held timed call, so each one's own records show 40 µs
+of kernels against its events.
 """
 
 import sys
