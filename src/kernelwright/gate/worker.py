@@ -916,20 +916,27 @@ class Harness:
             self._check_integrity(base)
             _keep_sample(out, policy, sample, i, warmup, cuda)
         P.sync()
+        out.min_launches = fewest
+        after = self._after_timed_loop(msg, out, policy, traced, (builtin, workload))
+        return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
+                "children_before": children_before, "l2_limit": self._l2_limit(), **after}
+
+    def _after_timed_loop(self, msg, out: T.TimingSamples, policy: T.HoldPolicy, traced, what) -> Dict[str, Any]:
+        """After the timed loop: CUPTI's records of the held calls read, the loop's thread and
+        process counts (CUPTI's own threads, started at attach, not counted), the samples
+        finished, then the graph replays and (where CUPTI traced nothing) the profiled call."""
+        cuda = self.device.type == "cuda"
         if traced is not None:
             traced.end(out)
-        gate_threads = traced.threads_started if traced is not None else 0   # CUPTI's own, at attach
-        after = {"threads_after": guards.native_thread_count() - gate_threads, "children_after": guards.child_process_count(),
-                 "py_threads": threading.active_count()}
-        self._finish_samples(out, policy, cuda, warmup, count)
-        out.min_launches = fewest
+        gate_threads = traced.threads_started if traced is not None else 0
+        after = {"threads_after": guards.native_thread_count() - gate_threads,
+                 "children_after": guards.child_process_count(), "py_threads": threading.active_count()}
+        self._finish_samples(out, policy, cuda, msg["warmup"], msg["iterations"])
         if cuda and msg.get("graph_iterations") and self.prepare is None:
-            self._time_graph(builtin, workload, msg, out)
+            self._time_graph(*what, msg, out)
         if msg.get("profile_kernels") and (traced is None or not traced.calls):
-            self._profile_kernels(builtin, workload, msg, out)
-        return {"ok": True, "samples": out.__dict__, "threads_before": threads_before,
-                "children_before": children_before,
-                "l2_limit": self._l2_limit(), **after}
+            self._profile_kernels(*what, msg, out)
+        return after
 
     def _new_samples(self, cuda: bool, warmup: int, count: int) -> Tuple[T.TimingSamples, T.HoldPolicy]:
         """An op's empty samples (with the blocking kernel's kind, or why there is none) and the
