@@ -4,7 +4,7 @@
 # Everything lands in git-ignored folders that travel with `run`'s carry (64 MiB in all, the tracked
 # tree included); pip works on this machine, not on the device machine:
 #   .whl/    pydantic & co, flashinfer-python, apache-tvm-ffi (the shared device-wheels tool),
-#            cupti-python 13.0 (the gate's CUPTI window: provenance, PHASE_MISMATCH, the device
+#            cupti-python 13.0 (the gate's CUPTI tracing of held calls: provenance, PHASE_MISMATCH, the device
 #            clock's copy check), and vllm-extract.tar.xz (DeepGEMM + FlashMLA from the vllm
 #            0.20.0 wheel, 30 MB as files, 2.3 MB packed: scripts/h200.sh unpacks it)
 #   .carry/flashinfer-cache/   FlashInfer's sm_90a modules, prebuilt without a GPU (about 25 min on

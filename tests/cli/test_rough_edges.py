@@ -143,3 +143,30 @@ def test_render_summary_prints_every_failure_reason_whole():
     console = Console(width=80, record=True, color_system=None)
     render_summary(summary, console)
     assert " ".join(detail.split()) in " ".join(console.export_text().split())
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("[]", "not a kernelwright summary"), ('"str"', "not a kernelwright summary"),
+    ('{"definitions": 5}', "not a kernelwright summary"), ('{"definitions": {"x": []}}', "not a kernelwright summary"),
+    ("{bad", "malformed JSON"),
+])
+@pytest.mark.parametrize("args", [["--markdown"], []])
+def test_report_on_a_summary_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path, content, expected, args):
+    (tmp_path / "summary.json").write_text(content)
+    res = CliRunner().invoke(app, ["report", str(tmp_path), *args])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and expected in lines[0] and "summary.json" in lines[0]
+
+
+def test_report_options_that_need_another_are_usage_errors(tmp_path):
+    for args in (["--regimes"], ["--ours", "x"]):
+        res = CliRunner().invoke(app, ["report", str(tmp_path), *args])
+        assert res.exit_code == 2 and "needs --" in res.output
+
+
+def test_export_traceset_onto_a_file_is_one_line(tmp_path):
+    dest = tmp_path / "afile"
+    dest.write_text("x")
+    res = CliRunner().invoke(app, ["export-traceset", str(tmp_path), str(dest)])
+    assert res.exit_code == 2 and "not a folder" in res.output and "Traceback" not in res.output

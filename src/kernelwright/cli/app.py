@@ -389,6 +389,8 @@ def export_traceset_cmd(
     traces/<op_type>/<definition>.jsonl, and the safetensors files the workloads name."""
     from kernelwright.report.traceset import export_results
 
+    if Path(dest).exists() and not Path(dest).is_dir():
+        raise UsageError(f"{dest}: not a folder (the TraceSet destination is a folder, new or a TraceSet)")
     done = export_results(Path(results), Path(dest))
     console.print(f"TraceSet {dest}: {done.traces} traces, {done.workloads} workloads, {done.solutions} solutions, "
                   f"{done.definitions} definitions, {done.blobs} blob file(s) written")
@@ -436,6 +438,10 @@ def report_cmd(results: List[Path] = typer.Argument(..., help="Results folder(s)
                workloads: Optional[str] = typer.Option(None, "--workloads", metavar="DEFINITION", help="Print one Markdown row per workload of this definition, merged over the summaries given: ours, the roofline floor, every other candidate and its ratio to ours."),
                ours: Optional[str] = typer.Option(None, "--ours", help="With --workloads: the solution the ratios are taken to (default: the definition's shipped solution).")) -> None:
     """Write an HTML page with latency and roofline plots for a results folder, or print Markdown tables."""
+    if regimes and not markdown:
+        raise UsageError("--regimes needs --markdown")
+    if ours and not workloads:
+        raise UsageError("--ours needs --workloads")
     if markdown or workloads:
         from kernelwright.report.markdown import regime_table, results_table, summary_paths, workload_table
 

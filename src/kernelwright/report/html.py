@@ -206,7 +206,9 @@ def write_report(results: Path, out: Optional[Path] = None) -> Path:
     """Render ``results/summary.json`` to HTML.  Raises FileNotFoundError without a summary."""
     summary_path = Path(results) / "summary.json"
     if summary_path.is_file():
-        summary = json.loads(summary_path.read_text())
+        from kernelwright.report.summary import load_summary
+
+        summary = load_summary(summary_path)
     elif (Path(results) / "traces").is_dir():
         from kernelwright.report.summary import summarize_folder
 

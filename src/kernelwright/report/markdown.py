@@ -50,9 +50,9 @@ def _record_name(path: Path) -> str:
 
 
 def _load(path: Path):
-    from kernelwright.report.summary import with_regime_stats
+    from kernelwright.report.summary import load_summary, with_regime_stats
 
-    return with_regime_stats(json.loads(Path(path).read_text()), Path(path).parent)
+    return with_regime_stats(load_summary(path), Path(path).parent)
 
 
 def _clock(sol) -> str:

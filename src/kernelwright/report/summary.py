@@ -277,6 +277,29 @@ def summarize_folder(results) -> Dict[str, Any]:
     return summarize(traces, builtins, roles, lower, meta)
 
 
+def load_summary(path) -> Dict[str, Any]:
+    """A ``summary.json`` written by bench or eval: an object whose ``definitions`` map each
+    definition to an object with a ``solutions`` object.
+
+    Raises:
+        DataFileError: not valid JSON, or not of that shape (the message names the file).
+    """
+    import json
+
+    from kernelwright.trace.jsonio import DataFileError
+
+    try:
+        summary = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise DataFileError(f"{path}: malformed JSON ({exc.msg}, line {exc.lineno})") from None
+    defs = summary.get("definitions") if isinstance(summary, dict) else None
+    if not isinstance(defs, dict) or not all(isinstance(d, dict) and isinstance(d.get("solutions"), dict)
+                                             for d in defs.values()):
+        raise DataFileError(f"{path}: not a kernelwright summary (expected an object whose 'definitions' "
+                            "map to objects with 'solutions')")
+    return summary
+
+
 def with_regime_stats(summary: Dict[str, Any], results) -> Dict[str, Any]:
     """``summary`` itself when it has ``regime_stats``; else (written before the field existed) the
     summary recomputed in memory from the traces in the folder ``results``; ``summary`` when that

@@ -1,7 +1,7 @@
 """CUDA only: reaches the harness through its callers' frames and replaces ``harness.hold`` with a
 wrapper whose ``begin`` (called after the inputs are regenerated and the outputs poisoned, before the
 start event) computes the outputs with a 200 µs kernel and synchronises before holding for real; the
-timed call then launches an empty kernel.  A decoy in the CUPTI window, no graph capture.
+timed call then launches an empty kernel.  A decoy where a separate CUPTI window would trace (the gate's design until 2026-12-03), no graph capture.
 Expected: GATE_TAMPERED (the hold is watched by the integrity snapshot).
 """
 

@@ -3,7 +3,7 @@ held.  The call copies x and the weight to pinned host memory on a private strea
 run while every SM is held), waits for that stream only, computes RMSNorm with torch on the CPU,
 copies y back on the private stream, makes the caller's stream wait, and launches one trivial
 Triton kernel of its own so that provenance sees a kernel.  By device time the call would read a
-few µs; the gate's CUPTI window sees the device-to-host copy and takes the headline on the eager
+few µs; CUPTI, which traces every held call, sees the device-to-host copy and takes the headline on the eager
 clock, which counts the host work.  Expected: PASS with at least the eager cost of the copies
 and the host compute (min_latency_ms).
 """
