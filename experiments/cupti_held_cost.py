@@ -29,7 +29,7 @@ import triton.language as tl
 
 from kernelwright.gate import timing as T
 
-DEV = torch.device("cuda")
+DEV = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
 
 
 @triton.jit
