@@ -288,6 +288,12 @@ CASES: List[Case] = [
          PASS, "H8", needs_cuda=True, min_latency_ms=0.18,
          why="CUPTI is attached for every held timed call, so the device time is the honest 200 µs; the "
              "unjoined work lands in the untraced eager calls only (their column, not the headline)"),
+    # red-team pass rt5 (2026-12-03) on "every held call is traced": CUPTI runs in the solution's process
+    Case("cupti_disable_unjoined", "switches CUPTI's kernel activity off around 40 µs of unjoined private-stream work",
+         "demo", PASS, "H8", needs_cuda=True,
+         why="HOLE (docs/gate.md section 3 item 15): cupti.activity_disable/enable(CONCURRENT_KERNEL) inside the "
+             "traced held call drops the private kernel's record, so PHASE_MISMATCH and the span check see only the "
+             "1.5 µs pad; the 40 µs stay under the held wall-clock slack (2x + 50 µs): PASS at ~4 µs today"),
     Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
          needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),
