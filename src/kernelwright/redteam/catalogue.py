@@ -294,6 +294,10 @@ CASES: List[Case] = [
          why="HOLE (docs/gate.md section 3 item 15): cupti.activity_disable/enable(CONCURRENT_KERNEL) inside the "
              "traced held call drops the private kernel's record, so PHASE_MISMATCH and the span check see only the "
              "1.5 µs pad; the 40 µs stay under the held wall-clock slack (2x + 50 µs): PASS at ~4 µs today"),
+    Case("forge_traced_lists", "host compute while held, then zeroes the op's CUPTI copy lists through op_time's frame "
+         "in the first idle call", "demo", PASS, "H9 H12", needs_cuda=True,
+         why="HOLE: CUPTI's per-call lists reach the parent only with the op's reply, after the idle calls ran; "
+             "the parent checks their length, not their content: device time of the touch kernel (~2-3 µs) today"),
     Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
          needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),
