@@ -298,6 +298,10 @@ CASES: List[Case] = [
          "in the first idle call", "demo", PASS, "H9 H12", needs_cuda=True,
          why="HOLE: CUPTI's per-call lists reach the parent only with the op's reply, after the idle calls ran; "
              "the parent checks their length, not their content: device time of the touch kernel (~2-3 µs) today"),
+    Case("tracer_drop_records", "host compute while held, the CUPTI tracer's copy-record list rebound to one "
+         "that drops every append", "demo", PASS, "H9 H12", needs_cuda=True,
+         why="HOLE: the integrity snapshot watches CuptiKernelTracer's methods, not the instance's lists, into "
+             "which CUPTI's buffer callback appends at the flush: no copy is seen, device time ~2-3 µs today"),
     Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
          needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),
