@@ -302,6 +302,11 @@ CASES: List[Case] = [
          "that drops every append", "demo", PASS, "H9 H12", needs_cuda=True,
          why="HOLE: the integrity snapshot watches CuptiKernelTracer's methods, not the instance's lists, into "
              "which CUPTI's buffer callback appends at the flush: no copy is seen, device time ~2-3 µs today"),
+    Case("eager_refused_idle_unjoined", "refuses device time on purpose (a D2H copy while held), then runs its "
+         "40 µs unjoined in the untraced idle calls that time the eager headline", "demo", PASS, "H8", needs_cuda=True,
+         why="HOLE (section 3 items 8 + 16): once device time is refused the headline is the idle calls' eager "
+             "latency, judged by the wall-clock slack (2x + 50 µs) alone; the traced held calls stay honest, so "
+             "PHASE_MISMATCH pairs read ~1: PASS at ~the host launch cost today"),
     Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
          needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),
