@@ -249,6 +249,11 @@ CASES: List[Case] = [
          "moe", _r(G.STRICT_TOLERANCE), "H14 H25", workloads=(2,), nonces=(("cpu", "exempt-rows-6"), ("cuda", "exempt-rows-15")),
          why="an exempt row must be within the per-row bound against the reference or the reference of a "
              "routing its tie allows; the pinned nonce puts a near-tie into quick-moe-t37's second trial"),
+    Case("ablation_aware_host_compute", "hidden_host_compute that leaves its outputs unwritten in the provenance "
+         "ablation call (msg['ablate'] read from op_call's frame)", "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (docs/gate.md section 3 item 6, documented): the ablation call is recognisable from the "
+             "harness's frame, so its outputs are wrong like an honest solution's: PASS today"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(G.UNMEASURED_WORK, G.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(G.L2_PERSISTENCE, G.BELOW_ROOFLINE), "H22",
