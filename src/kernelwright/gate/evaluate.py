@@ -1253,8 +1253,8 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
     """Phase 5 (guards), PHASE_MISMATCH.  CUPTI traces every held timed call, so each pair is one
     call: its events against the kernel time CUPTI saw it run on any stream, min(sum, span).  A
     call whose kernels outlast its end event (work on a private stream never joined back, case
-    ``unjoined_small``) or that switches behaviour after trial 0 (``split_later_trials``) shows
-    timed calls faster than the kernels they ran, trial by trial (``ClockTrials.phase_mismatch``);
+    ``unjoined_small``) shows timed calls faster than the kernels they ran, trial by trial
+    (``ClockTrials.phase_mismatch``);
     then, as a backstop, every later trial's median against the smaller of trial 0's and trial
     0's traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
     interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
