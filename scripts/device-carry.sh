@@ -26,7 +26,7 @@ if [ "${1:-}" = "--flashinfer" ]; then
   python3 -m pip download -q --no-deps -d "$site/dl" flashinfer-python==0.6.13 "apache-tvm-ffi==0.1.15.post2" \
     nvidia-curand nvidia-cublas 2>&1 | grep -v WARNING || true
   python3 -m pip install -q --no-deps --target "$site/site" "$site"/dl/*.whl
-  python3 -m pip install -q --target "$site/site" requests tqdm nvidia-ml-py packaging ninja einops click tabulate
+  python3 -m pip install -q --target "$site/site" requests tqdm nvidia-ml-py packaging ninja einops click tabulate filelock
   PATH="$site/site/bin:$PATH" FLASHINFER_CUDA_ARCH_LIST=9.0a PYTHONPATH="$site/site:$PWD/src" \
     python3 -m kernelwright.baselines.prebuild --out .carry/flashinfer-cache --modules dsv3_routing,mla_fa3,topk \
     --jobs "$(nproc)" --include "$site/site/nvidia/cu13/include"
