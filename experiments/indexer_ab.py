@@ -36,9 +36,13 @@ SHAPES = ((1, 20), (15, 40), (30, 91), (16, 64), (1, 64), (64, 64), (1, 128), (6
 
 
 def parse_toggle(text):
-    target, value = text.split("=", 1)
-    module, name = target.rsplit(".", 1)
-    return module, name, ast.literal_eval(value)
+    """'MODULE.NAME=VALUE[;MODULE.NAME=VALUE...]' -> (label, [(module, name, value)])."""
+    settings = []
+    for part in text.split(";"):
+        target, value = part.split("=", 1)
+        module, name = target.strip().rsplit(".", 1)
+        settings.append((module, name, ast.literal_eval(value)))
+    return text, settings
 
 
 def timed(timer, mod, case):
@@ -52,7 +56,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--candidate", required=True, help="importable package name of the candidate copy")
     ap.add_argument("--path", action="append", default=[], help="a folder to import the candidate from")
-    ap.add_argument("--toggle", action="append", default=[], help="MODULE.NAME=VALUE in the candidate package")
+    ap.add_argument("--toggle", action="append", default=[],
+                    help="MODULE.NAME=VALUE[;MODULE.NAME=VALUE...] in the candidate package, timed as one variant")
     ap.add_argument("--shapes", default=None, help="BxP,BxP,... (default: a contest + envelope set)")
     ap.add_argument("--out", default="/tmp/indexer-ab")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds")
@@ -75,14 +80,17 @@ def main(argv=None):
             case = D.idx_case(batch, pages)
             row["shipped"] = timed(timer, SHIPPED, case)
             row["candidate"] = timed(timer, cand, case)
-            for module, name, value in toggles:
-                m = importlib.import_module(f"{args.candidate}.{module}")
-                saved = getattr(m, name)
-                setattr(m, name, value)
+            for label, settings in toggles:
+                saved = []
+                for module, name, value in settings:
+                    m = importlib.import_module(f"{args.candidate}.{module}")
+                    saved.append((m, name, getattr(m, name)))
+                    setattr(m, name, value)
                 try:
-                    row[f"{module}.{name}={value}"] = timed(timer, cand, case)
+                    row[label] = timed(timer, cand, case)
                 finally:
-                    setattr(m, name, saved)
+                    for m, name, value in reversed(saved):
+                        setattr(m, name, value)
             row["shipped_again"] = timed(timer, SHIPPED, case)
             del case
         except Exception as exc:
@@ -98,8 +106,9 @@ def main(argv=None):
             continue
         base = (r["shipped"]["dev"] + r["shipped_again"]["dev"]) / 2
         variants = [k for k in r if isinstance(r[k], dict)]
-        cells = "  ".join(f"{k[:26]}={r[k]['dev']:.1f}({r[k]['dev'] / base:.2f},{r[k]['check']})" for k in variants)
-        print(f"{r['shape']:>8} {r['path']:>10}  {cells}")
+        print(f"{r['shape']:>8} {r['path']:>10}  shipped {base:.1f} us")
+        for k in variants:
+            print(f"{'':>20} {k[:60]:<60} {r[k]['dev']:7.1f} {r[k]['dev'] / base:5.2f} {r[k]['check']}")
 
 
 if __name__ == "__main__":

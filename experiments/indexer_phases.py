@@ -43,7 +43,8 @@ from kernelwright.tuning import dsa as D
 LONG = ((1, 256), (1, 1024), (1, 2048), (4, 512), (16, 512), (64, 256), (64, 1024))
 SHORT = ((1, 64), (16, 64), (64, 64), (30, 91), (1, 128), (64, 128))
 SLOTS = ("start_first", "start_last", "scored_last", "threshold_last", "filter_first",
-         "filter_last", "filtered_last", "select_start", "select_end", "arrive_last", "candidates")
+         "filter_last", "filtered_last", "select_start", "select_end", "arrive_last", "candidates",
+         "ftile_loaded", "ftile_scanned", "ftile_cursor", "select_loaded", "select_searched")
 MIN_SLOTS = (0, 4)
 INT64_MAX = (1 << 63) - 1
 
@@ -86,6 +87,16 @@ LONG_PATCHES = (
            "        _stamp(6, False)\n"),
     _after("            tl.store(cursor_ptr + b, tl.full([], 0, tl.int64))\n", "            _stamp(7, False)\n"),
     _after("                               CAND_TILE)\n", "            _stamp(8, False)\n"),
+    # inside _filter_tile (the two-launch filter's tiles; the one-launch select's steps too)
+    _after("    key = _order_key(tl.load(score_row + offs, mask=valid, other=0.0, cache_modifier=\".cg\"))\n",
+           "    _stamp(11, False)\n"),
+    _after("    n_eq = tl.sum(eq.to(tl.int32), axis=0)\n", "    _stamp(12, False)\n"),
+    _after("        base_eq = (bases >> 32).to(tl.int32)\n", "        _stamp(13, False)\n"),
+    # inside _select_resident (candidates held in registers)
+    _after("    ids = tl.load(cand_id_row + offs, mask=valid, other=0, cache_modifier=\".cg\")\n",
+           "    _stamp(14, False)\n"),
+    _after("        lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)\n    t32 = lo.to(tl.int32)\n    gt = valid & (key > t32)\n",
+           "    _stamp(15, False)\n"),
 )
 SHORT_PATCHES = (
     # _fused_kernel (4K / 16K tiles)
@@ -210,19 +221,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="/tmp/indexer-phases")
     ap.add_argument("--budget", type=float, default=400.0, help="seconds")
+    ap.add_argument("--shapes", default=None, help="BxP,BxP,... (default: LONG + SHORT)")
+    ap.add_argument("--no-recipe", action="store_true", help="leave the recipe out")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     print(torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
-    probe = torch.zeros(16, dtype=torch.int64, device="cuda")
+    probe = torch.zeros(len(SLOTS), dtype=torch.int64, device="cuda")
     work = Path(tempfile.mkdtemp())
     mods = {"long_rows": instrumented("long_rows", LONG_PATCHES, probe.data_ptr(), work),
             "short_rows": instrumented("short_rows", SHORT_PATCHES, probe.data_ptr(), work)}
-    recipe = recipe_fns()
+    recipe = None if args.no_recipe else recipe_fns()
+    shapes = LONG + SHORT if not args.shapes else tuple(tuple(int(x) for x in t.split("x")) for t in args.shapes.split(","))
     timer = D.DsaTimer(D.DEV, False, busy_cycles=400_000)
     results = []
-    for batch, pages in LONG + SHORT:
+    for batch, pages in shapes:
         if time.time() - t_start > args.budget:
             print("budget spent; stopping before", batch, pages)
             break
@@ -261,8 +275,9 @@ def main(argv=None):
 
 def print_table(results):
     print("\n=== indexer phases (us from the first program's start; device us behind a sleep kernel) ===")
-    cols = ("start_last", "scored_last", "arrive_last", "threshold_last", "filter_first", "filtered_last",
-            "select_start", "select_end")
+    cols = ("start_last", "scored_last", "arrive_last", "threshold_last", "filter_first", "ftile_loaded",
+            "ftile_scanned", "ftile_cursor", "filtered_last", "select_start", "select_loaded", "select_searched",
+            "select_end")
     print(f"{'shape':>8} {'path':>10} {'dev':>6} {'recipe':>6} {'ev(probe)':>9} " + " ".join(f"{c[:10]:>10}" for c in cols) + "  cand  checks")
     for r in results:
         t = r.get("timeline", {})
