@@ -125,10 +125,10 @@ def _zero_rows(builtin, inputs, outs):
 
 
 def _drop_expert(builtin, inputs, outs):
-    from kernelwright.definitions.moe_fp8 import reference as R
+    from kernelwright.definitions.moe_fp8 import reference
 
-    topk_idx, weights = R.deepseek_v3_routing(inputs["routing_logits"], inputs["routing_bias"],
-                                              float(inputs["routed_scaling_factor"]))
+    topk_idx, weights = reference.deepseek_v3_routing(inputs["routing_logits"], inputs["routing_bias"],
+                                                      float(inputs["routed_scaling_factor"]))
     first = int(inputs["local_expert_offset"])
     local = (topk_idx >= first) & (topk_idx < first + inputs["gemm1_weights"].shape[0])
     chosen = weights.gather(1, topk_idx).masked_fill(~local, math.inf)
@@ -136,9 +136,10 @@ def _drop_expert(builtin, inputs, outs):
     tokens = torch.nonzero(local.any(dim=1)).squeeze(1)
     weights = weights.clone()
     weights[tokens, lowest[tokens]] = 0.0
-    act = R.dequantize_activations(inputs["hidden_states"], inputs["hidden_states_scale"])
-    out = R.local_experts_output(act, topk_idx, weights, inputs["gemm1_weights"], inputs["gemm1_weights_scale"],
-                                 inputs["gemm2_weights"], inputs["gemm2_weights_scale"], first)
+    act = reference.dequantize_activations(inputs["hidden_states"], inputs["hidden_states_scale"])
+    out = reference.local_experts_output(act, topk_idx, weights, inputs["gemm1_weights"],
+                                         inputs["gemm1_weights_scale"], inputs["gemm2_weights"],
+                                         inputs["gemm2_weights_scale"], first)
     return [out.to(outs[0].dtype)]
 
 
