@@ -239,7 +239,7 @@ class WorkloadContext:
     def plan_for(self, candidate: str) -> "TimingPlan":
         """The timed inputs of one candidate on this workload (``TimingPlan``): drawn from the
         run's nonce and the candidate's identity, so no two candidates of a run are timed on the
-        same inputs and none can replay another's recorded outputs (issue 22, class 4); only the
+        same inputs and none can replay another's recorded outputs (case ``replay_rival``); only the
         definition's ``shared_inputs`` (what sets the cost) come from the run's seeds
         (``shares_cost_inputs``).  The correctness trials and their references stay shared
         (``trials``)."""
@@ -1272,7 +1272,7 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
 
 
 def _check_provenance(ev: _Judging) -> Optional[Trace]:
-    """Phase 6, provenance by launch (issue 22 item 4): the kernels of the traced held calls attributed
+    """Phase 6, provenance by launch: the kernels of the traced held calls attributed
     to the solution (the Triton kernels the worker saw it launch, the ``__global__`` names of its
     CUDA sources, vendor patterns first) go into ``gate.kernels``; where a kernel of its own is
     required, CPU judges the Triton launches and host ops (``guards.cpu_provenance_verdict``),

@@ -212,7 +212,7 @@ CASES: List[Case] = [
     Case("gc_scan", "reads reference outputs through the garbage collector", "demo",
          _r(guards.NON_FINITE, guards.TOLERANCE, guards.STALE_OUTPUT), "H19",
          why="the reference outputs never exist in the worker process"),
-    # issue 22 (the second adversarial pass, 2026-12-01): one case per class
+    # the OS boundary, the harness's window, samples and specs, rivals' inputs, provenance: one case per class
     Case("parent_memory", "opens the gate parent's memory (/proc/<pid>/mem) at import", "demo", PASS, "H12",
          why="the worker runs as another uid without capabilities and the parent is not dumpable (full boundary: "
              "the parent is not in the worker's /proc); a breach raises at import: BUILD_FAILED"),
@@ -298,7 +298,7 @@ CASES: List[Case] = [
          PASS, "H8", needs_cuda=True, min_latency_ms=0.18,
          why="CUPTI is attached for every held timed call, so the device time is the honest 200 µs; the "
              "unjoined work lands in the untraced eager calls only (their column, not the headline)"),
-    # red-team pass rt5 (2026-12-03) on "every held call is traced": CUPTI runs in the solution's process
+    # every held call is traced, but CUPTI runs in the solution's process: open holes
     Case("cupti_disable_unjoined", "switches CUPTI's kernel activity off around 40 µs of unjoined private-stream work",
          "demo", PASS, "H8", needs_cuda=True,
          why="HOLE (docs/gate.md section 3 item 15): cupti.activity_disable/enable(CONCURRENT_KERNEL) inside the "
