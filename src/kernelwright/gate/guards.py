@@ -46,6 +46,7 @@ FILE_TAMPERED = "FILE_TAMPERED"              # a protected file (gate sources, r
 L2_PERSISTENCE = "L2_PERSISTENCE"            # the solution enabled persisting L2 lines: SUSPICIOUS
 DEVICE_GRAPH_MISMATCH = "DEVICE_GRAPH_MISMATCH"  # device time far below the graph replay of the same call: SUSPICIOUS
 WORKER_CRASHED = "WORKER_CRASHED"
+WORKER_INIT = "WORKER_INIT"                  # the worker could not build its harness (before any solution)
 EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
 from kernelwright.definitions.base import REFERENCE_FAILED, WORKLOAD_INPUT  # noqa: E402  (raised by definitions)
@@ -142,6 +143,8 @@ REASONS = {
     NONDETERMINISTIC: "a second run on the same inputs (other poison, churned allocator) disagrees",
     HIDDEN_SPLIT_FAILED: "fails on the held-out (hidden) workloads",
     WORKER_CRASHED: "the worker process died",
+    WORKER_INIT: "the worker could not set up its harness, before any solution was loaded (a failure of the gate, "
+                 "not of the solution)",
     EXCEPTION: "the solution raised",
     TIMEOUT: "no reply within the time limit (a call past the per-call limit, --timeout)",
     WORKLOAD_INPUT: "a workload's input could not be had as the definition says (a missing safetensors file or "

@@ -1162,7 +1162,7 @@ def main(conn, device: str, log_path: Optional[str] = None, boundary: Optional[D
     try:
         harness = Harness(conn, device)
     except Exception as exc:
-        conn.send({"ok": False, "status": "RUNTIME_ERROR", "reason": "WORKER_INIT", "error": str(exc)})
+        conn.send({"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_INIT, "error": str(exc)})
         return
     if harness.device.type == "cuda":
         try:

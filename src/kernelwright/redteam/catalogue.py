@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from kernelwright.gate import guards
+from kernelwright.redteam.verdicts import PASS
 from kernelwright.trace import Solution
 
 CASES_DIR = Path(__file__).parent / "cases"
-PASS = "PASS"
 
 
 @dataclass(frozen=True)
