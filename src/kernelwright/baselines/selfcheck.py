@@ -109,10 +109,10 @@ def lse_ratio(out: torch.Tensor, ref: torch.Tensor) -> Optional[float]:
 
 def check_topk(inputs: Dict[str, Any], out: torch.Tensor, ref: torch.Tensor, atol: float,
                rtol: float) -> Dict[str, Any]:
-    from kernelwright.definitions.dsa_indexer import reference as R
+    from kernelwright.definitions.dsa_indexer import reference
 
     q = inputs["q_index_fp8"].float()
-    keys = R.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
+    keys = reference.dequantize_k_cache(inputs["k_index_cache_fp8"]).reshape(-1, q.shape[-1])
     page = inputs["k_index_cache_fp8"].shape[1]
     seq_lens = inputs["seq_lens"].tolist()
     if out.dtype != torch.int32 or tuple(out.shape) != tuple(ref.shape):
@@ -124,7 +124,7 @@ def check_topk(inputs: Dict[str, Any], out: torch.Tensor, ref: torch.Tensor, ato
         row = out[b]
         count = min(out.shape[1], seq_len)
         valid = row[row >= 0].long()
-        tokens = R.row_token_ids(inputs["block_table"][b], seq_len, page)
+        tokens = reference.row_token_ids(inputs["block_table"][b], seq_len, page)
         if valid.numel() != count:
             problems.append(f"row {b}: {valid.numel()} valid ids, want {count} (seq_len {seq_len})")
             continue
@@ -140,9 +140,10 @@ def check_topk(inputs: Dict[str, Any], out: torch.Tensor, ref: torch.Tensor, ato
         if count == 0:
             matched += 1
             continue
-        got = R.row_scores(q[b], keys, inputs["weights"][b].float(), valid).sort(descending=True).values
+        weights = inputs["weights"][b].float()
+        got = reference.row_scores(q[b], keys, weights, valid).sort(descending=True).values
         want_ids = ref[b][ref[b] >= 0].long()
-        want = R.row_scores(q[b], keys, inputs["weights"][b].float(), want_ids).sort(descending=True).values
+        want = reference.row_scores(q[b], keys, weights, want_ids).sort(descending=True).values
         rec = elementwise(got, want, atol, rtol)
         worst = max(worst, rec["max_abs_err"])
         if rec["matched_ratio"] < 1.0:

@@ -24,11 +24,13 @@ console = Console()
 
 
 def _cases_table(results) -> Table:
+    from kernelwright.redteam.verdicts import SKIPPED
+
     table = Table(title="red-team cases", title_justify="left")
     for col in ("case", "class", "expected", "verdict", "reason", "ok?"):
         table.add_column(col, overflow="fold")
     for r in results:
-        if r.verdict == "SKIPPED":
+        if r.verdict == SKIPPED:
             continue
         ok = "[green]ok[/green]" if r.ok else "[red]UNEXPECTED[/red]"
         reason = ", ".join(r.reasons) or "—"
@@ -39,6 +41,8 @@ def _cases_table(results) -> Table:
 
 
 def _canary_table(results) -> Table:
+    from kernelwright.redteam.verdicts import PASS
+
     table = Table(title="canaries (must fail every definition)", title_justify="left")
     for col in ("definition", "canary", "verdict", "reason", "ok?"):
         table.add_column(col, overflow="fold")
@@ -46,7 +50,7 @@ def _canary_table(results) -> Table:
         if r.ok:
             ok = "[green]ok[/green]" if not r.detail else "[yellow]ok (weak)[/yellow]"
         else:
-            ok = "[red]TOLERANCE BROKEN[/red]" if r.verdict == "PASS" else "[red]ERROR[/red]"
+            ok = "[red]TOLERANCE BROKEN[/red]" if r.verdict == PASS else "[red]ERROR[/red]"
         table.add_row(r.definition, r.kind, r.verdict, ", ".join(r.reasons) or "—", ok)
     return table
 
@@ -68,7 +72,9 @@ class _Record:
                          "code": source_revision()}
 
     def add_case(self, result) -> None:
-        if result.verdict != "SKIPPED":
+        from kernelwright.redteam.verdicts import SKIPPED
+
+        if result.verdict != SKIPPED:
             console.print(f"{'ok' if result.ok else 'UNEXPECTED'}  {result.case.id}: {result.verdict} "
                           f"{', '.join(result.reasons)}", markup=False, highlight=False)
         self.cases.append(result.as_dict())
@@ -105,6 +111,7 @@ def redteam_cmd(
     import torch
 
     from kernelwright.redteam import CASES, run_canaries, run_catalogue
+    from kernelwright.redteam.verdicts import SKIPPED
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -128,7 +135,7 @@ def redteam_cmd(
                                 on_result=record.add_case)
     console.print(_cases_table(results))
     for r in results:
-        if r.verdict == "SKIPPED":
+        if r.verdict == SKIPPED:
             console.print(f"[yellow]skipped[/yellow] {r.case.id}: {r.detail}")
     for r in results:
         if not r.ok and r.detail:
@@ -143,7 +150,7 @@ def redteam_cmd(
             if c.detail:
                 console.print(f"[{'red' if not c.ok else 'yellow'}]{c.definition} {c.kind}[/]: {c.detail}")
     ok = all(r.ok for r in results) and all(c.ok for c in canary_results)
-    ran = [r for r in results if r.verdict != "SKIPPED"]
+    ran = [r for r in results if r.verdict != SKIPPED]
     console.print(f"{sum(r.ok for r in ran)}/{len(ran)} cases as expected"
                   + (f", {sum(c.ok for c in canary_results)}/{len(canary_results)} canaries rejected" if canary_results else "")
                   + f", {len(results) - len(ran)} skipped")

@@ -25,7 +25,7 @@ import torch
 from kernelwright.definitions.base import BuiltinDefinition, Tolerance, WorkloadProblem
 from kernelwright.definitions.fixed import fixed_names
 from kernelwright.gate import fresh, guards, integrity
-from kernelwright.gate import timing as T
+from kernelwright.gate import timing
 from kernelwright.gate.checkers import CheckResult, RowExemption, check_outputs, row_exemption, worst_strict
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
@@ -224,7 +224,7 @@ class WorkloadContext:
         self._sample_refs: Dict[int, Trial] = {}
         self._ref_latency: Optional[float] = None
         self._roofline = None
-        self._flusher: Optional[T.L2Flusher] = None
+        self._flusher: Optional[timing.L2Flusher] = None
         self.nsets = max(2, cfg.buffer_sets)
         self._plans: Dict[str, "TimingPlan"] = {}
 
@@ -239,7 +239,7 @@ class WorkloadContext:
     def plan_for(self, candidate: str) -> "TimingPlan":
         """The timed inputs of one candidate on this workload (``TimingPlan``): drawn from the
         run's nonce and the candidate's identity, so no two candidates of a run are timed on the
-        same inputs and none can replay another's recorded outputs (issue 22, class 4); only the
+        same inputs and none can replay another's recorded outputs (case ``replay_rival``); only the
         definition's ``shared_inputs`` (what sets the cost) come from the run's seeds
         (``shares_cost_inputs``).  The correctness trials and their references stay shared
         (``trials``)."""
@@ -312,9 +312,9 @@ class WorkloadContext:
         return {n: trial.inputs[n] for n, shape, _ in self.input_meta if shape is None}
 
     @property
-    def flusher(self) -> T.L2Flusher:
+    def flusher(self) -> timing.L2Flusher:
         if self._flusher is None:
-            self._flusher = T.L2Flusher(self.device)
+            self._flusher = timing.L2Flusher(self.device)
         return self._flusher
 
     def reference_latency_ms(self) -> float:
@@ -324,18 +324,18 @@ class WorkloadContext:
             times = []
             for i in range(self.cfg.reference_warmup + self.cfg.reference_iterations):
                 self.flusher.flush()
-                T.sync(self.device)
+                timing.sync(self.device)
                 if self.device.type == "cuda":
-                    a, b = T.new_event(), T.new_event()
-                    T.record(a)
+                    a, b = timing.new_event(), timing.new_event()
+                    timing.record(a)
                     self.builtin.reference(**inputs)
-                    T.record(b)
-                    T.sync(self.device)
-                    ms = T.elapsed_ms(a, b)
+                    timing.record(b)
+                    timing.sync(self.device)
+                    ms = timing.elapsed_ms(a, b)
                 else:
-                    t0 = T.now_s()
+                    t0 = timing.now_s()
                     self.builtin.reference(**inputs)
-                    ms = (T.now_s() - t0) * 1e3
+                    ms = (timing.now_s() - t0) * 1e3
                 if i >= self.cfg.reference_warmup:
                     times.append(ms)
             self._ref_latency = float(statistics.median(times))
@@ -546,7 +546,7 @@ def held_timed_iterations(warmup: int, count: int) -> List[int]:
     """The timed iterations past the warm-up that ``timing.HoldPolicy`` holds (the first half) of
     a loop of ``count`` iterations (a hold that never times out): those CUPTI traces, and whose
     inputs the graph replays reuse."""
-    policy = T.HoldPolicy(True, warmup, count)
+    policy = timing.HoldPolicy(True, warmup, count)
     return [i for i in range(warmup, count) if policy.holds(i)]
 
 
@@ -593,7 +593,7 @@ class _TimingConversation:
 
     def _copy(self, outputs) -> List[torch.Tensor]:
         copies = [o.clone() for o in outputs]
-        T.sync(self.ctx.device)
+        timing.sync(self.ctx.device)
         return copies
 
     def __call__(self, message: Dict[str, Any]) -> Dict[str, Any]:
@@ -675,7 +675,7 @@ class _TimingConversation:
         kinds = {v.get("kind") for v in self.samples.values()}
         own: Dict[str, Any] = {"latency_ms": [], "latency_iters": [], "eager_latency_ms": [], "eager_iters": [],
                                "wall_ms": [], "held_wall_ms": [], "held_span_ms": [], "host_ms": []}
-        policy = T.HoldPolicy(True, warmup, len(self.specs))
+        policy = timing.HoldPolicy(True, warmup, len(self.specs))
         launches = [v.get("launches") for v in self.samples.values() if v.get("launches") is not None]
         for i in sorted(self.samples):
             v = self.samples[i]
@@ -904,7 +904,7 @@ def _correctness_call(ev: _Judging, t: int, trial: Trial) -> Tuple[Optional[Trac
     ctx, sets = ev.ctx, ev.sets
     _fill_inputs(ctx, sets[0]["inputs"], trial)
     poison(sets[0]["outputs"], 0)
-    T.sync(ctx.device)
+    timing.sync(ctx.device)
     reply = ev.watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial)}, ev.session.timeouts.call_s)
     bad = ev.files_changed()
     if bad is not None:
@@ -956,7 +956,7 @@ def _check_determinism(ev: _Judging, trial: Trial) -> Optional[Trace]:
     ctx, sets = ev.ctx, ev.sets
     _fill_inputs(ctx, sets[1]["inputs"], trial)
     poison(sets[1]["outputs"], 1)
-    T.sync(ctx.device)
+    timing.sync(ctx.device)
     reply = ev.watch.request({"op": "call", "set": 1, "scalars": ctx.scalars(trial), "churn": True},
                              ev.session.timeouts.call_s)
     bad = ev.files_changed()
@@ -1214,7 +1214,7 @@ def _decide_headline(ev: _Judging) -> None:
     ev.perf = Performance(latency_ms=latency, reference_latency_ms=ref_ms, speedup_factor=ref_ms / latency,
                           eager_latency_ms=headline.eager_ms, clock=headline.clock, graph_latency_ms=graph_ms,
                           kernel_time_ms=kernel_ms, kernel_span_ms=span_ms,
-                          timing_method=T.device_clock_label(headline.clock, ev.clocks.hold_kind),
+                          timing_method=timing.device_clock_label(headline.clock, ev.clocks.hold_kind),
                           latency_samples_ms=[round(x, 6) for x in headline.per_trial_ms])
     ev.headline = headline
     ratio, mismatch = graph_agreement(headline, graph_ms)
@@ -1272,7 +1272,7 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
 
 
 def _check_provenance(ev: _Judging) -> Optional[Trace]:
-    """Phase 6, provenance by launch (issue 22 item 4): the kernels of the traced held calls attributed
+    """Phase 6, provenance by launch: the kernels of the traced held calls attributed
     to the solution (the Triton kernels the worker saw it launch, the ``__global__`` names of its
     CUDA sources, vendor patterns first) go into ``gate.kernels``; where a kernel of its own is
     required, CPU judges the Triton launches and host ops (``guards.cpu_provenance_verdict``),

@@ -46,6 +46,7 @@ FILE_TAMPERED = "FILE_TAMPERED"              # a protected file (gate sources, r
 L2_PERSISTENCE = "L2_PERSISTENCE"            # the solution enabled persisting L2 lines: SUSPICIOUS
 DEVICE_GRAPH_MISMATCH = "DEVICE_GRAPH_MISMATCH"  # device time far below the graph replay of the same call: SUSPICIOUS
 WORKER_CRASHED = "WORKER_CRASHED"
+WORKER_INIT = "WORKER_INIT"                  # the worker could not build its harness (before any solution)
 EXCEPTION = "EXCEPTION"
 TIMEOUT = "TIMEOUT"
 from kernelwright.definitions.base import REFERENCE_FAILED, WORKLOAD_INPUT  # noqa: E402  (raised by definitions)
@@ -74,7 +75,7 @@ CUPTI_SPAN_SLACK_MS = 0.1
 # TIMER_INCONSISTENT: a trial's reported latencies may sum to this multiple of the parent's own wall
 # clock of the timing phase, and the worker's clock of the phase may fall to this fraction of the
 # parent's less this slack (s), before the worker's clocks are taken to be lying (loose bounds on
-# purpose, set with the first hardened gate of 2026-11-29: only a forged clock crosses them)
+# purpose: only a forged clock crosses them)
 PARENT_WALL_SLACK = 1.01
 WORKER_WALL_MIN_FRACTION = 0.5
 WORKER_WALL_SLACK_S = 0.25
@@ -84,7 +85,7 @@ WORKER_WALL_SLACK_S = 0.25
 EVENTS_OVER_WALL_FACTOR = 1.05
 EVENTS_OVER_WALL_SLACK_MS = 0.05
 # BELOW_ROOFLINE: a headline latency below this fraction of the roofline floor at the device's peak
-# is SUSPICIOUS (a 2 % margin for the clocks and the model's counts, since the first gate, 2026-11-29)
+# is SUSPICIOUS (a 2 % margin for the clocks and the model's counts)
 ROOFLINE_MARGIN = 0.98
 
 # -- thresholds of the thread guard (BACKGROUND_THREAD, docs/gate.md, section 2, item 5) ---------
@@ -94,7 +95,7 @@ CALL_THREADS_ALLOWED = 2
 # native threads alive since the import, after each correctness call and the timed loop: the
 # worker itself starts a few between calls (an honest MoE solution was once rejected for three), and
 # a thread a call started can start more after the call returns (red-team case
-# native_thread_trampoline, 2026-11-30)
+# native_thread_trampoline)
 THREADS_SINCE_LOAD_ALLOWED = 8
 
 # every code a trace can carry, with one line each (docs/gate.md has the long form)
@@ -142,6 +143,8 @@ REASONS = {
     NONDETERMINISTIC: "a second run on the same inputs (other poison, churned allocator) disagrees",
     HIDDEN_SPLIT_FAILED: "fails on the held-out (hidden) workloads",
     WORKER_CRASHED: "the worker process died",
+    WORKER_INIT: "the worker could not set up its harness, before any solution was loaded (a failure of the gate, "
+                 "not of the solution)",
     EXCEPTION: "the solution raised",
     TIMEOUT: "no reply within the time limit (a call past the per-call limit, --timeout)",
     WORKLOAD_INPUT: "a workload's input could not be had as the definition says (a missing safetensors file or "
@@ -326,7 +329,7 @@ def buffer_sets_problem(sets, count: int, input_meta, output_meta, device: torch
     on ``device`` with the shapes and dtypes of ``input_meta`` (tensor inputs only; ``(name,
     shape|None, dtype name)``) and ``output_meta``, no two of them sharing a byte.  A forged reply
     that aliased two buffers would let the parent's fill of one set, or the poison of an output,
-    land in another (issue 22)."""
+    land in another."""
     ins = [(n, shape, dt) for n, shape, dt in input_meta if shape is not None]
     if not isinstance(sets, list) or len(sets) != count:
         return f"expected {count} buffer sets, got {type(sets).__name__} of {len(sets) if isinstance(sets, list) else '?'}"
@@ -488,7 +491,7 @@ def _names_identifier(name: str, declared) -> bool:
 
 def attribute_kernels(kernels: Mapping[str, List[float]], launched: Mapping[str, int] = None,
                       durations: Mapping[str, List[float]] = None, declared=()) -> Dict[str, Dict[str, float]]:
-    """Who ran each kernel, by launch rather than by name (issue 22 item 4): {name: {"solution":
+    """Who ran each kernel, by launch rather than by name: {name: {"solution":
     us, <origin>: us}} from CUPTI's {name: [count, total_us]}.
 
     - A name the gate saw the solution launch through Triton's launcher (``launched``: {name:
@@ -623,7 +626,7 @@ paired with its own traced calls (``phase_verdict_by_trial``, at ``PHASE_MIN_RAT
 compares *different* draws, so it stays loose: on a workload whose cost is bimodal (MoE at T = 1,
 where a token's experts are often none of the local ones) trial 0's few traced calls can sit in
 the slow mode while every trial's median sits in the fast one (the DeepGEMM pipeline's honest
-trials read 0.45x of it on the H200, 2026-12-02), and an honest trial's median falls to the other
+trials read 0.45x of it on the H200), and an honest trial's median falls to the other
 mode when most of its iterations do; the modes differ by less than 4x there."""
 
 
@@ -778,7 +781,7 @@ def snapshot_startup_files() -> Dict[str, tuple]:
     """{path: (size, mtime_ns, ctime_ns, inode)} of what Python runs at every start from the
     site-packages directories: ``*.pth`` files and ``sitecustomize`` / ``usercustomize``
     modules (site(7)), plus each directory's own entry (a file added or removed shows).  A
-    solution that plants one weakens every later run, the gate's own included (issue 22 class 5);
+    solution that plants one weakens every later run, the gate's own included (case ``plant_pth``);
     behind the OS boundary the write is refused, without it this snapshot reports it
     (FILE_TAMPERED).  Only these names: the directories themselves change when a package is
     installed, and nobody installs during a run."""

@@ -37,8 +37,8 @@ _MODULES = (
     "kernelwright.gate.timing", "kernelwright.gate.worker", "kernelwright.gate.guards",
     "kernelwright.gate.integrity", "kernelwright.gate.fresh", "kernelwright.inputs",
     "kernelwright.inputs.random", "kernelwright.inputs.paging", "kernelwright.inputs.routing",
-    # the definitions whose make_inputs the worker calls between timed iterations (red-team pass of
-    # 2026-11-30: a hook on a definition's make_inputs did the work while the inputs were written)
+    # the definitions whose make_inputs the worker calls between timed iterations (case inputs_hook:
+    # a hook on a definition's make_inputs would do the work while the inputs are written)
     "kernelwright.definitions", "kernelwright.definitions.base",
     # definitions from FlashInfer-Bench files: their input synthesis and fixed (safetensors) inputs
     # run in the worker between timed iterations too; diagnostics words the solution's errors
@@ -309,7 +309,7 @@ def _hook_state() -> Dict[str, Any]:
         "sys.setprofile": sys.getprofile(), "sys.settrace": sys.gettrace(),
         "gc.callbacks": tuple(id(c) for c in gc.callbacks),
         # a Python signal handler runs between any two bytecodes of the harness, e.g. while it
-        # waits for the parent's copy of a checked output (issue 22, class 2)
+        # waits for the parent's copy of a checked output
         "signal handlers": tuple((int(n), id(signal.getsignal(n))) for n in sorted(signal.valid_signals())
                                  if _has_handler_slot(signal, n)),
     }

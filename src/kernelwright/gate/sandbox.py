@@ -1,5 +1,5 @@
 """The OS boundary around a worker: another uid without capabilities, its own mount (and PID)
-namespace, a private scratch directory (docs/gate.md, section 1 "The boundary"; issue 22 item 1).
+namespace, a private scratch directory (docs/gate.md, section 1 "The boundary").
 
 Levels, strongest first (``KERNELWRIGHT_ISOLATION``; ``auto``, the default, is ``full`` on CPU and
 ``mount`` on CUDA):
@@ -28,11 +28,12 @@ Levels, strongest first (``KERNELWRIGHT_ISOLATION``; ``auto``, the default, is `
     ``protect_parent``): ``/proc/<parent>/mem`` and ``/environ`` cannot be opened, the parent
     cannot be traced.  Files stay readable as the file modes say.
 ``none``
-    the worker runs as the parent's user (the state before issue 22).
+    the worker runs as the parent's user (no boundary).
 
-On the H200 a CUDA worker does not come up behind ``uid`` or ``mount``: the parent cannot open
-the worker's legacy CUDA IPC handles across the uid change ("mapping of buffer object failed"),
-so CUDA workers fall back to ``none`` today (docs/gate.md, section 1; issue 22).
+On CUDA the parent cannot open a worker's legacy CUDA IPC handles across the uid change
+("mapping of buffer object failed"), so a CUDA worker comes up behind ``uid`` or ``mount`` only
+with descriptor sharing (``gate/cuda_share.py``, the default where ``cuda.bindings`` imports);
+with legacy IPC it falls back to ``none`` (docs/gate.md, section 1).
 
 Every level but ``none`` needs root.  Where a level cannot be set up (not root, a tool missing,
 a mount refused, the worker failing to start under it) the session falls back to the next one

@@ -212,7 +212,7 @@ class WorkerSession:
         """Stop the worker's process group (SIGSTOP) while another candidate of the same run is
         evaluated: a worker that is not being judged runs nothing, so its threads can neither
         touch the files a rival is judged by nor signal the rival's worker (docs/gate.md, section 3,
-        item 14; red-team pass of 2026-11-30).  ``request``, ``close`` and ``kill`` resume it."""
+        item 14).  ``request``, ``close`` and ``kill`` resume it."""
         if self._paused or not self._own_group or not self.alive:
             return
         try:

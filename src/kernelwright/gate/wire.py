@@ -99,9 +99,9 @@ def fetch_fd(df: Any, peer: Peer) -> int:
 
 
 # what a shared-memory CPU buffer's file must be sealed with before the parent maps it: a worker
-# that shrank the file under the parent's mapping (``ftruncate``) made the parent's next touch of
-# the buffer a SIGBUS, killing the trusted process and every verdict of the run (red-team pass
-# rt4); the file of ``torch.Tensor.share_memory_`` (an unlinked ``/dev/shm`` file) cannot be
+# that shrinks the file under the parent's mapping (``ftruncate``) makes the parent's next touch of
+# the buffer a SIGBUS, killing the trusted process and every verdict of the run (case
+# ``shrink_buffer``); the file of ``torch.Tensor.share_memory_`` (an unlinked ``/dev/shm`` file) cannot be
 # sealed, a memfd can, and a seal cannot be taken back
 REQUIRED_SEALS = (getattr(fcntl, "F_SEAL_SHRINK", 0x2) | getattr(fcntl, "F_SEAL_SEAL", 0x1))
 _F_GET_SEALS = getattr(fcntl, "F_GET_SEALS", 1034)

@@ -137,8 +137,8 @@ class LaunchCounter:
     correlated with CUPTI's names for provenance).  Installed at the harness's start, before the
     integrity snapshot (which then watches the wrapper) and for every language.
 
-    The counts live in the wrapper's closure, not in attributes a solution could set (issue 22,
-    class 3: ``counter.total`` and the old ``inside`` flag were plain attributes), and whether a
+    The counts live in the wrapper's closure, not in attributes a solution could set (a plain
+    ``counter.total`` or ``inside`` attribute would be one write away), and whether a
     torch op runs inside a launch is read from the call stack (a frame of the wrapper's own
     code), which no attribute write fakes.  A solution that edits closure cells through ctypes
     or ``__closure__`` is not seen (docs/gate.md, section 3)."""
@@ -225,7 +225,7 @@ class LaunchCounter:
         Returns ``note_captured(name)``, what the JIT wrapper calls for a launch while the current
         stream captures.
 
-        Counted only what provably ran (red-team review, 2026-12-02): a graph of exactly ``cls``
+        Counted only what provably ran: a graph of exactly ``cls``
         (a subclass could put its own ``replay`` under ``super()``); a capture the wrapper saw
         begin and end on the same object, with no other capture begun meanwhile (two open
         captures count nothing) and the same CUDA capture id at both ends (``capture_id``: a
@@ -404,7 +404,7 @@ class Harness:
         # the device-time clock's blocking kernel, built before any solution code runs (None off
         # CUDA or without cuda-python: the headline is then the eager latency, labelled so)
         self.hold = T.StreamHold.create(self.device) if self.device.type == "cuda" else None
-        # every language: a python-language solution used to skip the CPU launch rule (issue 22)
+        # every language: a python-language solution is held to the CPU launch rule too
         self.launches = LaunchCounter()
         interpreted = self.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
         installed = self.launches.install(interpreter=interpreted) if (interpreted or self.device.type == "cuda") else False
@@ -793,7 +793,7 @@ class Harness:
         replaced.  The check after each message is not enough inside the timing message: a hook
         installed by one timed call, used by the harness's steps before the next (input
         regeneration, poisoning, the L2 flush) and removed before the last would never be seen
-        (red-team pass of 2026-11-30, case ``flush_hook``).  A few milliseconds per check, off the clock.
+        (case ``flush_hook``).  A few milliseconds per check, off the clock.
         Raises SolutionError(RUNTIME_ERROR, TIMER_TAMPERED or GATE_TAMPERED)."""
         snap = getattr(self, "_integrity", None)
         if snap is None:   # outside serve(); inside it, a removed snapshot is itself a change (serve's watch)
@@ -1162,7 +1162,7 @@ def main(conn, device: str, log_path: Optional[str] = None, boundary: Optional[D
     try:
         harness = Harness(conn, device)
     except Exception as exc:
-        conn.send({"ok": False, "status": "RUNTIME_ERROR", "reason": "WORKER_INIT", "error": str(exc)})
+        conn.send({"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_INIT, "error": str(exc)})
         return
     if harness.device.type == "cuda":
         try:

@@ -45,6 +45,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import torch
 
 from kernelwright.gate import guards
+from kernelwright.redteam.verdicts import ERROR, PASS, REJECT
 from kernelwright.trace import Solution, Workload
 from kernelwright.trace.solution import BuildSpec, SourceFile
 
@@ -125,10 +126,10 @@ def _zero_rows(builtin, inputs, outs):
 
 
 def _drop_expert(builtin, inputs, outs):
-    from kernelwright.definitions.moe_fp8 import reference as R
+    from kernelwright.definitions.moe_fp8 import reference
 
-    topk_idx, weights = R.deepseek_v3_routing(inputs["routing_logits"], inputs["routing_bias"],
-                                              float(inputs["routed_scaling_factor"]))
+    topk_idx, weights = reference.deepseek_v3_routing(inputs["routing_logits"], inputs["routing_bias"],
+                                                      float(inputs["routed_scaling_factor"]))
     first = int(inputs["local_expert_offset"])
     local = (topk_idx >= first) & (topk_idx < first + inputs["gemm1_weights"].shape[0])
     chosen = weights.gather(1, topk_idx).masked_fill(~local, math.inf)
@@ -136,9 +137,10 @@ def _drop_expert(builtin, inputs, outs):
     tokens = torch.nonzero(local.any(dim=1)).squeeze(1)
     weights = weights.clone()
     weights[tokens, lowest[tokens]] = 0.0
-    act = R.dequantize_activations(inputs["hidden_states"], inputs["hidden_states_scale"])
-    out = R.local_experts_output(act, topk_idx, weights, inputs["gemm1_weights"], inputs["gemm1_weights_scale"],
-                                 inputs["gemm2_weights"], inputs["gemm2_weights_scale"], first)
+    act = reference.dequantize_activations(inputs["hidden_states"], inputs["hidden_states_scale"])
+    out = reference.local_experts_output(act, topk_idx, weights, inputs["gemm1_weights"],
+                                         inputs["gemm1_weights_scale"], inputs["gemm2_weights"],
+                                         inputs["gemm2_weights_scale"], first)
     return [out.to(outs[0].dtype)]
 
 
@@ -233,7 +235,7 @@ class CanaryResult:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "REJECT"
+        return self.verdict == REJECT
 
     def as_dict(self) -> Dict:
         return {"definition": self.definition, "kind": self.kind, "verdict": self.verdict, "reasons": self.reasons,
@@ -261,7 +263,7 @@ def run_canary(builtin_name: str, kind: str, device: str, out_root: Path, cfg=No
     applies = NEAR_MISSES[kind].applies if kind in NEAR_MISSES else (lambda builtin, workload: True)
     workloads = [w for w in quick.public_workloads() if applies(quick, w)]
     if not workloads:
-        return CanaryResult(full.short, kind, "ERROR", detail="no quick workload on which this canary is wrong",
+        return CanaryResult(full.short, kind, ERROR, detail="no quick workload on which this canary is wrong",
                             seconds=time.perf_counter() - started)
     sol = canary_solution(full.name, len(full.definition.outputs), kind, short=full.short)
     session = WorkerSession(sol, cfg.device, log_dir=Path(out_root) / f"canary-{kind}-{full.short}" / "logs")
@@ -282,17 +284,17 @@ def run_canary(builtin_name: str, kind: str, device: str, out_root: Path, cfg=No
                     if r not in reasons:
                         reasons.append(r)
     except Exception as exc:
-        return CanaryResult(full.short, kind, "ERROR", detail=f"{type(exc).__name__}: {exc}",
+        return CanaryResult(full.short, kind, ERROR, detail=f"{type(exc).__name__}: {exc}",
                             seconds=time.perf_counter() - started)
     finally:
         session.close()
     if passed:
         detail = f"tolerance broken: the {kind} canary passed {passed}"
-        return CanaryResult(full.short, kind, "PASS", reasons, n, detail, time.perf_counter() - started)
+        return CanaryResult(full.short, kind, PASS, reasons, n, detail, time.perf_counter() - started)
     if weak:
         detail = (f"weak: the {kind} canary passed the correctness trials of {weak} and was caught only by a "
                   "sampled timed iteration (the reference output is trivial for many seeds)")
-    return CanaryResult(full.short, kind, "REJECT", reasons, n, detail, time.perf_counter() - started)
+    return CanaryResult(full.short, kind, REJECT, reasons, n, detail, time.perf_counter() - started)
 
 
 def run_canaries(device: str = "cpu", names: Optional[List[str]] = None, out_root: Optional[Path] = None,

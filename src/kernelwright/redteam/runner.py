@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional
 
 from kernelwright.gate import guards
-from kernelwright.redteam.catalogue import CASES, PASS, Case, get_case
+from kernelwright.redteam.catalogue import CASES, Case, get_case
+from kernelwright.redteam.verdicts import ERROR, PASS, REJECT, SKIPPED, SUSPICIOUS
 from kernelwright.trace import Trace
 
 # a held-out workload larger than this is too slow for the Triton interpreter on CPU
@@ -69,11 +70,11 @@ def _verdict(traces: List[Trace]):
     for t in traces:
         if not t.passed:
             gate = t.evaluation.gate
-            return "REJECT", list(gate.reasons if gate else [t.evaluation.status.value]), t
+            return REJECT, list(gate.reasons if gate else [t.evaluation.status.value]), t
     for t in traces:
         gate = t.evaluation.gate
         if gate and gate.suspicious:
-            return "SUSPICIOUS", list(gate.reasons), t
+            return SUSPICIOUS, list(gate.reasons), t
     return PASS, [], traces[0] if traces else None
 
 
@@ -133,7 +134,7 @@ def _judge(case: Case, verdict: str, reasons: List[str], latency: Optional[float
         ok = verdict == PASS
         why = "" if ok else f"expected PASS, got {verdict} ({', '.join(reasons)})"
     else:
-        want = "SUSPICIOUS" if case.suspicious else "REJECT"
+        want = SUSPICIOUS if case.suspicious else REJECT
         ok = verdict == want and bool(set(reasons) & set(expected))
         why = "" if ok else f"expected {want} with one of {sorted(expected)}, got {verdict} {reasons}"
     if ok and case.min_latency_ms is not None and (latency is None or latency < case.min_latency_ms):
@@ -181,11 +182,11 @@ def _run_case_once(case: Case, device: str, out_root: Path, cfg, log, attempt: i
 
     started = time.perf_counter()
     if case.needs_cuda and not device.startswith("cuda"):
-        return CaseResult(case, "SKIPPED", ok=True, detail="needs CUDA (run with --device cuda on a GPU)")
+        return CaseResult(case, SKIPPED, ok=True, detail="needs CUDA (run with --device cuda on a GPU)")
     if case.needs_cpu and device.startswith("cuda"):
-        return CaseResult(case, "SKIPPED", ok=True, detail=f"CPU only: {case.needs_cpu}")
+        return CaseResult(case, SKIPPED, ok=True, detail=f"CPU only: {case.needs_cpu}")
     if case.nonces and case.nonce_for(device) is None:
-        return CaseResult(case, "SKIPPED", ok=True, detail=f"no input nonce pinned for {device} (Case.nonces: "
+        return CaseResult(case, SKIPPED, ok=True, detail=f"no input nonce pinned for {device} (Case.nonces: "
                                                             f"the draws differ by device)")
     cfg = cfg or gate_config(device)
     if case.nonces:
@@ -264,7 +265,7 @@ def _evaluate_case(case: Case, cfg, solution, full, quick, workloads, out_dir: P
         session.close()
         if rival is not None:
             rival.session.close()
-        return CaseResult(case, "ERROR", detail=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started,
+        return CaseResult(case, ERROR, detail=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - started,
                           warnings=warnings)
     finally:
         session.close()

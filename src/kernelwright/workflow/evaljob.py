@@ -34,6 +34,10 @@ from typing import Any, Dict, List, Optional
 
 from kernelwright.workflow.leases import Lease
 
+# the codes a verdict carries beside the gate's reason codes (``guards``; this module stays torch-free)
+SUSPICIOUS = "SUSPICIOUS"                        # passed, but the gate marked the trace suspicious
+NOT_RUN_PUBLIC_FAILED = "NOT_RUN_PUBLIC_FAILED"  # the hidden split did not run: the public split failed
+
 
 def request_key(request: Dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:16]
@@ -156,7 +160,7 @@ def _summary(records: List[Dict[str, Any]]) -> Dict[str, Any]:
     if first_bad is not None:
         reason = first_bad["reasons"][0] if first_bad["reasons"] else first_bad["status"]
         if first_bad["passed"] and first_bad["suspicious"]:
-            reason = "SUSPICIOUS"
+            reason = SUSPICIOUS
         out["first_failure"] = {"uuid": first_bad["uuid"], "status": first_bad["status"], "reason": reason,
                                 "log_tail": first_bad.get("log_tail", "")}
     return out
@@ -219,12 +223,12 @@ def evaluate_request(request: Dict[str, Any]) -> Dict[str, Any]:
                 hres = run_bench([BenchPlan(builtin, hidden, [Candidate(sol, request["label"])])], hcfg, Path(tmp))
             htraces = hres.traces.get(builtin.name, [])
             reasons = sorted({(t.evaluation.gate.reasons[0] if t.evaluation.gate and t.evaluation.gate.reasons
-                               else ("SUSPICIOUS" if t.passed else t.evaluation.status.value))
+                               else (SUSPICIOUS if t.passed else t.evaluation.status.value))
                               for t in htraces if not t.trusted_pass})
             verdict["hidden"] = {"total": len(htraces), "passed": sum(1 for t in htraces if t.trusted_pass),
                                  "reasons": reasons}
         else:
-            verdict["hidden"] = {"total": 0, "passed": 0, "reasons": ["NOT_RUN_PUBLIC_FAILED"]}
+            verdict["hidden"] = {"total": 0, "passed": 0, "reasons": [NOT_RUN_PUBLIC_FAILED]}
         verdict["final_passed"] = bool(verdict["public"]["all_passed"] and verdict["hidden"]["total"]
                                        and verdict["hidden"]["passed"] == verdict["hidden"]["total"])
     verdict["seconds"] = time.time() - started

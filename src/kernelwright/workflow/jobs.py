@@ -24,6 +24,11 @@ from kernelwright.workflow.leases import Lease
 from kernelwright.workflow.config import RunConfig
 from kernelwright.workflow.state import State, Tx, dumps, loads
 
+# what a decision says when the verdict names no reason: FAILED, or for the hidden split the gate's
+# HIDDEN_SPLIT_FAILED (spelled here: the workflow package stays torch-free, and gate.guards imports torch)
+FAILED = "FAILED"
+HIDDEN_SPLIT_FAILED = "HIDDEN_SPLIT_FAILED"
+
 
 class Host(Protocol):
     """What a step uses of the orchestrator that runs it."""
@@ -353,7 +358,7 @@ def check_job(orch: Host, attempt) -> Job:
                                        + (f", x{ratio:.2f} vs best" if ratio else ""))
             else:
                 ff = pub.get("first_failure") or {}
-                reason = ff.get("reason") or "FAILED"
+                reason = ff.get("reason") or FAILED
                 detail = f"{pub.get('trusted', 0)}/{pub.get('total', 0)} passed; {ff.get('uuid', '')[:12]}: " \
                          f"{ff.get('status', '')} {reason}: {(ff.get('log_tail') or '').strip()[-600:]}"
                 tx.record_check(aid, "failed", f"gate:{reason}", detail, dumps(verdict), now)
@@ -494,10 +499,10 @@ def _final_decision(orch: Host, cand: Dict[str, Any], verdict: Dict[str, Any],
         return "rejected", f"evaluation error: {verdict.get('error', '')[:400]}"
     if not pub.get("all_passed"):
         ff = pub.get("first_failure") or {}
-        return "rejected", f"public split: {ff.get('reason', 'FAILED')} on {ff.get('uuid', '')[:12]}"
+        return "rejected", f"public split: {ff.get('reason', FAILED)} on {ff.get('uuid', '')[:12]}"
     if not verdict.get("final_passed"):
         return "rejected", (f"hidden split: {hidden.get('passed', 0)}/{hidden.get('total', 0)} passed "
-                            f"({', '.join(hidden.get('reasons', [])) or 'HIDDEN_SPLIT_FAILED'})")
+                            f"({', '.join(hidden.get('reasons', [])) or HIDDEN_SPLIT_FAILED})")
     if cand["origin"] == "start" or best_id is None:
         return "promoted", "baseline" if cand["origin"] == "start" else "first passing candidate"
     if improvement is None:

@@ -23,13 +23,13 @@ Roles and the order of a cycle::
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import os
 import sys
 import threading
 import time
 import traceback
+from concurrent import futures
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -70,8 +70,8 @@ class Orchestrator:
         #: (request, lease, job_dir, timeout_s) -> verdict; the gate in a subprocess unless replaced
         self.evaluate = evaluator or run_evaluation
         self.repo = self.run_dir / "repo"
-        self.inflight: Dict[cf.Future, Tuple[Job, Optional[Lease]]] = {}
-        self.executor: Optional[cf.ThreadPoolExecutor] = None
+        self.inflight: Dict[futures.Future, Tuple[Job, Optional[Lease]]] = {}
+        self.executor: Optional[futures.ThreadPoolExecutor] = None
         self._last_clock = time.time()
         self._last_leases: Optional[str] = None
         self._lock = threading.Lock()
@@ -115,7 +115,7 @@ class Orchestrator:
         operator (with ``wait_for_operator = false``), 130 interrupted."""
         self._begin()
         workers = len(self.cfg.agent_names()) + len(self.pool.devices()) + 2
-        self.executor = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kw-step")
+        self.executor = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kw-step")
         try:
             while True:
                 self._clock()
@@ -226,7 +226,7 @@ class Orchestrator:
             if timeout:
                 time.sleep(timeout)
             return
-        done, _ = cf.wait(list(self.inflight), timeout=timeout, return_when=cf.FIRST_COMPLETED)
+        done, _ = futures.wait(list(self.inflight), timeout=timeout, return_when=futures.FIRST_COMPLETED)
         for fut in done:
             job, lease = self.inflight.pop(fut)
             held = self.pool.release(lease) if lease is not None else 0.0

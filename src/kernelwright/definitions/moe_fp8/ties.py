@@ -20,7 +20,7 @@ import torch
 from kernelwright.definitions.base import RowAlternatives
 from kernelwright.definitions.moe_fp8 import reference
 
-# ~80 fp32 ulps at 1.0.  On the H200 (2026-12-02) the DeepGEMM pipeline and vLLM's fused_moe each
+# ~80 fp32 ulps at 1.0.  On the H200 the DeepGEMM pipeline and vLLM's fused_moe each
 # had one token routed the other way at T = 11948 and 14107 (row errors 0.54-1.0, whole-tensor
 # 0.025); at T = 11948, 22-29 tokens are within 1e-5 of a tie, 0-3 within 1e-6
 # (experiments/moe_routing_margins.py).

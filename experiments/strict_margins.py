@@ -1,10 +1,11 @@
-"""Purpose: check the strict verdict's margins (gate/checkers.py) on honest solutions and canaries.
+"""How far are the shipped solutions and the near-miss canaries from the strict verdict's thresholds
+(gate/checkers.py)?
 
 Exit status 1 when a shipped solution fails a check or a canary passes one it applies to; run it
-whenever a solution, a candidate or a tolerance changes.
+again whenever a solution, a candidate or a tolerance changes.
 
-    python scripts/strict_margins.py                          # CPU, quick sizes, shipped solutions + canaries
-    python scripts/strict_margins.py --device cuda --full --seeds 3 --json out.json   # contest sizes (GPU)
+    python experiments/strict_margins.py                          # CPU, quick sizes, shipped solutions + canaries
+    python experiments/strict_margins.py --device cuda --full --seeds 3 --json out.json   # contest sizes (GPU)
 
 For each built-in definition, workload and seed: the gate's inputs and reference (``make_inputs``,
 ``reference``), then every shipped solution called in-process (not through the worker: this
