@@ -114,7 +114,7 @@ for stage in "$@"; do
     strict-margins) # issue 25: strict-verdict errors of the shipped solutions and the near-miss canaries at contest
                     # sizes (SM_LIMIT workloads per definition, spread over the set; SM_SEEDS draws each)
       mkdir -p /tmp/records
-      timeout -k 10 ${SM_TIMEOUT:-420} python3 scripts/strict_margins.py --device cuda --full --seeds ${SM_SEEDS:-2} \
+      timeout -k 10 ${SM_TIMEOUT:-420} python3 experiments/strict_margins.py --device cuda --full --seeds ${SM_SEEDS:-2} \
         --limit ${SM_LIMIT:-6} --json /tmp/records/strict_margins.json 2>&1 | tee /tmp/records/strict_margins.log | tail -30;;
     moe-reference) # issue 25: our MoE reference against upstream's at the full size (on the CPU, ~18 GB of RAM)
       mkdir -p /tmp/records
