@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 EXAMPLES = Path(__file__).parent / "examples"
+# each file is a whole solution/kernel.py that a scripted coder writes (kernel_source), so each one
+# stands alone like examples/slow_rmsnorm and a red-team case: the lines they share are not shared code
 KERNELS = EXAMPLES / "demo_kernels"
 DEMO_CONFIG = EXAMPLES / "scripted-demo.toml"
 
