@@ -22,6 +22,7 @@ caps that would let one, two or three more programs fit.
 
     python experiments/indexer_aot_resources.py [--batches 1,4,16,32,64] [--contexts 4,8,12,16,32,64,128]
                                                 [--do-not-specialize stripes] [--json FILE]
+                                                [--package PKG --path DIR [--set MODULE.NAME=VALUE]]
 
 Contexts in K tokens (page size 64: 4K = 64 pages), or in pages with a "p" (``--contexts
 20p,45p,91p``: contest widths).  Triton's compile cache makes reruns fast.
@@ -29,13 +30,16 @@ Contexts in K tokens (page size 64: 4K = 64 pages), or in pages with a "p" (``--
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import importlib
 import io
 import json
 import math
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from typing import NamedTuple
 
@@ -47,8 +51,7 @@ from triton.compiler import ASTSource
 from triton.runtime.errors import PTXASError
 from triton.runtime.jit import native_specialize_impl
 
-from kernelwright.solutions.dsa_indexer_triton import kernel, long_rows
-from kernelwright.solutions.dsa_indexer_triton.common import all_selected_launches, call_shapes, k_cache_views
+from kernelwright.solutions.dsa_indexer_triton import common, kernel, long_rows
 
 TARGET = GPUTarget("cuda", 90, 32)
 CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
@@ -72,11 +75,15 @@ DO_NOT_SPECIALIZE = set()
 
 class Resources(NamedTuple):
     """One compiled kernel: registers per thread, stack and local bytes per thread, shared
-    bytes per block."""
+    bytes per block, and the SASS instructions (per warp) of its longest loop's body -- for the
+    score kernels the page loop, whose count per page against the SM's issue rate says whether
+    the K stream can be issue-bound (4 schedulers x ~520 cycles per 8.4 KB page at 4.27 TB/s
+    over 132 SMs: ~2070 warp-instructions per page per SM)."""
     regs: int
     stack: int
     local: int
     shared: int
+    loop: int
 
 
 class Occupancy(NamedTuple):
@@ -106,15 +113,15 @@ def solution_launches(batch: int, pages: int):
     """(path, [(kernel, grid, args, meta)]): the solution's own launches of a call of this
     shape on an H200, kernel.MAXNREG's caps applied as _launch applies them."""
     t = call_tensors(batch, pages)
-    shapes = call_shapes(t["q_index_fp8"], t["k_index_cache_fp8"], t["weights"], t["block_table"],
+    shapes = common.call_shapes(t["q_index_fp8"], t["k_index_cache_fp8"], t["weights"], t["block_table"],
                          t["topk_indices"])
     path = kernel.path_for(shapes.max_pages, shapes.page_size, shapes.topk)
     if path == "all_selected":
-        return path, all_selected_launches(shapes, t["seq_lens"], t["block_table"], t["topk_indices"])
+        return path, common.all_selected_launches(shapes, t["seq_lens"], t["block_table"], t["topk_indices"])
     saved = long_rows._num_sms
     long_rows._num_sms = lambda device: H200_SMS
     try:
-        launches, _ = kernel._PATHS[path](shapes, t["q_index_fp8"], *k_cache_views(t["k_index_cache_fp8"]),
+        launches, _ = kernel._PATHS[path](shapes, t["q_index_fp8"], *common.k_cache_views(t["k_index_cache_fp8"]),
                                           t["weights"], t["seq_lens"], t["block_table"], t["topk_indices"])
     finally:
         long_rows._num_sms = saved
@@ -159,10 +166,26 @@ def compile_resources(fn, src: ASTSource, meta) -> Resources:
             f.flush()
             out = subprocess.run([CUOBJDUMP, "-res-usage", f.name], capture_output=True, text=True,
                                  check=True).stdout
+            sass = subprocess.run([CUOBJDUMP, "-sass", f.name], capture_output=True, text=True,
+                                  check=True).stdout
         m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", out)
         _compiled[key] = Resources(int(m.group(1)), int(m.group(2)), int(m.group(4)),
-                                   k.metadata.shared + int(m.group(3)))
+                                   k.metadata.shared + int(m.group(3)), longest_loop(sass))
     return _compiled[key]
+
+
+SASS_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+
+
+def longest_loop(sass: str) -> int:
+    """Instructions in the body of the longest backward branch of `sass` (0: no loop)."""
+    ops = [(int(m.group(1), 16), m.group(2), m.group(3)) for m in SASS_INSTRUCTION.finditer(sass)]
+    best = 0
+    for addr, op, rest in ops:
+        target = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+        if target and int(target.group(1), 16) < addr:
+            best = max(best, sum(1 for a, _, _ in ops if int(target.group(1), 16) <= a <= addr))
+    return best
 
 
 def build_key(fn, src: ASTSource, meta) -> str:
@@ -262,7 +285,8 @@ def merge_builds(rows) -> list:
 RESOURCE_COLUMNS = (("kernel", "kernel", -22, ""), ("config", "config", -60, ""), ("regs", "regs", 4, "d"),
                     ("stack", "stack", 5, "d"), ("local", "local", 5, "d"), ("shared", "shared", 6, "d"),
                     ("by_regs", "/reg", 4, "d"), ("by_smem", "/smm", 4, "d"), ("by_warps", "/wrp", 4, "d"),
-                    ("programs", "p/SM", 4, "d"), ("occupancy", "occ", 6, ".1%"))
+                    ("programs", "p/SM", 4, "d"), ("occupancy", "occ", 6, ".1%"),
+                    ("loop", "loop", 5, "d"))
 SHIPPED_COLUMNS = ((("shape", "shape", 8, ""),) + RESOURCE_COLUMNS
                    + (("grid", "grid", 5, "d"), ("waves", "waves", 5, ".2f"), ("busy", "busy", 5, "d"),
                       ("busy_waves", "bwave", 5, ".2f")))
@@ -285,6 +309,18 @@ def print_table(title, rows, columns):
         print(" ".join(_cell(r[key], width, spec) for key, _, width, spec in columns))
 
 
+def use_package(package: str, settings) -> None:
+    """Point the script at another copy of the solution (an importable package, e.g.
+    experiments/candidates' dsa_indexer_triton_d) and apply `settings` ("module.NAME=VALUE")."""
+    global common, kernel, long_rows
+    common, kernel, long_rows = (importlib.import_module(f"{package}.{m}")
+                                 for m in ("common", "kernel", "long_rows"))
+    for setting in settings:
+        target, value = setting.split("=", 1)
+        module, name = target.rsplit(".", 1)
+        setattr(importlib.import_module(f"{package}.{module}"), name, ast.literal_eval(value))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batches", default="1,4,16,32,64")
@@ -293,7 +329,14 @@ def main(argv=None):
     ap.add_argument("--do-not-specialize", default="", metavar="ARGS",
                     help="comma-separated runtime arguments (e.g. stripes) compiled as Triton's "
                          "do_not_specialize would: never constants")
+    ap.add_argument("--package", default=None, help="another copy of the solution, importable by this name")
+    ap.add_argument("--path", action="append", default=[], help="a folder to import --package from")
+    ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                    help="a module setting of --package's copy (e.g. long_rows.LOCAL_HIST=True)")
     args = ap.parse_args(argv)
+    if args.package:
+        sys.path[:0] = args.path
+        use_package(args.package, args.set)
     DO_NOT_SPECIALIZE.update(n for n in args.do_not_specialize.split(",") if n)
     print("triton", triton.__version__, "sm_90a, bundled ptxas; H200: 132 SMs, 64K registers and 228 KB "
           "shared memory per SM")

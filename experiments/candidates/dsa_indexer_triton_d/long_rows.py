@@ -73,9 +73,6 @@ _MIN_BATCH_BLOCK = 64
 # The candidate select's search for the k-th largest key: pivots from the count line (True) or
 # bisection (False); common._kth_key.
 INTERPOLATE = True
-# The scoring items' histogram counts: per page, one global atomic per score (False), or counted
-# in the program (tl.histogram) and added once per nonzero bin at the item's end (True).
-LOCAL_HIST = False
 # Stand-in for the SM count off CUDA (the interpreter).
 _CPU_SMS = 2
 
@@ -98,13 +95,9 @@ def _write_all_selected(seq, bt_row, out_row,
 def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, seq, n_pages, p_lo,
                  stride_qb, stride_qh, stride_wb,
                  H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
-                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr, STAGES: tl.constexpr,
-                 LOCAL_HIST: tl.constexpr):
+                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr, STAGES: tl.constexpr):
     """Scores of row b's block-table slots [p_lo, p_lo + PAGES) below n_pages: stored to
-    score_row (token positions), and one count per score added to hist_row[bin] (LOCAL_HIST:
-    counted in the program first, tl.histogram per page, then one atomic per nonzero bin)."""
-    NB: tl.constexpr = 1 << HIST_BITS
-    local = tl.zeros([NB], dtype=tl.int32)
+    score_row (token positions), and one count per score added to hist_row[bin]."""
     offs_h = tl.arange(0, H)
     offs_d = tl.arange(0, D)
     offs_t = tl.arange(0, PS)
@@ -131,13 +124,8 @@ def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, se
         tok = p * PS + offs_t
         valid = tok < seq
         tl.store(score_row + tok, score, mask=valid)
-        bins = _key_bin(_order_key(score), HIST_BITS)
-        if LOCAL_HIST:
-            local += tl.histogram(bins, NB, mask=valid)
-        else:
-            tl.atomic_add(hist_row + bins, 1, mask=valid, sem="relaxed")
-    if LOCAL_HIST:
-        tl.atomic_add(hist_row + tl.arange(0, NB), local, mask=local > 0, sem="relaxed")
+        tl.atomic_add(hist_row + _key_bin(_order_key(score), HIST_BITS), 1, mask=valid,
+                      sem="relaxed")
 
 
 @triton.jit
@@ -264,8 +252,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
                   HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr, STAGES: tl.constexpr,
-                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr,
-                  LOCAL_HIST: tl.constexpr):
+                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
     """One program per work item of the call (see the module docstring); the grid covers a
     batch of full-width rows, programs past the call's item count return at once.
 
@@ -300,7 +287,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row,
                          hist_row + (chunk % stripes) * NB, b, seq, (seq + PS - 1) // PS,
                          chunk * PAGES_PER_ITEM, stride_qb, stride_qh, stride_wb,
-                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS, STAGES, LOCAL_HIST)
+                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS, STAGES)
             tl.debug_barrier()
             arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
             if arrived == row_items - 1:
@@ -427,7 +414,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
              BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
              HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
              SELECT_HERE=plan.one_launch,
-             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, LOCAL_HIST=LOCAL_HIST, num_warps=4))]
+             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, num_warps=4))]
     if not plan.one_launch:
         small = batch * tokens <= _SMALL_FILTER_TOKENS
         tile = _SMALL_FILTER_TILE if small else _FILTER_TILE

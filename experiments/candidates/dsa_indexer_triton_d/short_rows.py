@@ -47,9 +47,6 @@ _SPLIT_TOPK_WARPS = 8
 # epilogue's atomics on the hot bins of many histograms).
 HIST = True
 HIST_MAX_BATCH = 8
-# The scoring epilogue's counts: one global atomic per score (False), or counted in the program
-# (tl.histogram) and added once per nonzero bin at its end (True).
-LOCAL_HIST = False
 # Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
@@ -62,10 +59,9 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_hb,
                   TOPK: tl.constexpr, H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr,
                   ROW_BYTES: tl.constexpr, PAGES_PER_PROG: tl.constexpr, HIST: tl.constexpr,
-                  HIST_BITS: tl.constexpr, LOCAL_HIST: tl.constexpr):
+                  HIST_BITS: tl.constexpr):
     """Scores of one row over pages [chunk*PAGES_PER_PROG, +PAGES_PER_PROG) of its block table
-    (HIST: and one count per score into the row's histogram bin, hist_ptr [B, >= 2**HIST_BITS];
-    LOCAL_HIST: counted in the program first, one atomic per nonzero bin at its end)."""
+    (HIST: and one count per score into the row's histogram bin, hist_ptr [B, >= 2**HIST_BITS])."""
     b = tl.program_id(0)
     chunk = tl.program_id(1)
     seq = tl.load(seq_ptr + b)
@@ -81,7 +77,6 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
         q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
         qt = tl.trans(q)                                          # [D, H]
         w = tl.load(w_ptr + b * stride_wb + offs_h)
-        local = tl.zeros([1 << HIST_BITS], dtype=tl.int32)
         for i in tl.range(PAGES_PER_PROG, num_stages=3):
             # Static trip count, so the block-table and scale loads are software-pipelined;
             # pages past the row's end re-read its last page (a cache hit) and store nothing.
@@ -103,13 +98,8 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             score = tl.where(tok < seq, score, float("-inf"))
             tl.store(score_ptr + b * stride_sb + tok, score, mask=(offs_t < PS) & in_row)
             if HIST:
-                bins = _key_bin(_order_key(score), HIST_BITS)
-                if LOCAL_HIST:
-                    local += tl.histogram(bins, 1 << HIST_BITS, mask=in_row & (tok < seq))
-                else:
-                    tl.atomic_add(hist_ptr + b * stride_hb + bins, 1, mask=in_row & (tok < seq), sem="relaxed")
-        if HIST and LOCAL_HIST:
-            tl.atomic_add(hist_ptr + b * stride_hb + tl.arange(0, 1 << HIST_BITS), local, mask=local > 0, sem="relaxed")
+                tl.atomic_add(hist_ptr + b * stride_hb + _key_bin(_order_key(score), HIST_BITS), 1,
+                              mask=in_row & (tok < seq), sem="relaxed")
 
 
 @triton.jit
@@ -170,7 +160,7 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
                   TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PPD: tl.constexpr, GPP: tl.constexpr, TILE: tl.constexpr,
-                  HIST: tl.constexpr, HIST_BITS: tl.constexpr, LOCAL_HIST: tl.constexpr):
+                  HIST: tl.constexpr, HIST_BITS: tl.constexpr):
     """Scoring and top-k in one launch, grid (B, n_chunks).
 
     Program (b, chunk) scores GPP groups of PPD pages of row b (one FP8 tl.dot per group:
@@ -192,7 +182,6 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
         q = tl.load(q_ptr + b * stride_qb + offs_h[:, None] * stride_qh + offs_d[None, :])
         qt = tl.trans(q)                                          # [D, H]
         w = tl.load(w_ptr + b * stride_wb + offs_h)
-        local = tl.zeros([1 << HIST_BITS], dtype=tl.int32)
         for i in tl.range(GPP, num_stages=2):
             p = p_lo + i * PPD + offs_t // PS                     # page slot of each token
             in_row = p < n_pages
@@ -208,13 +197,8 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
             score = tl.where(tok < seq, score, float("-inf"))
             tl.store(score_ptr + b * stride_sb + tok, score, mask=in_row)
             if HIST:
-                bins = _key_bin(_order_key(score), HIST_BITS)
-                if LOCAL_HIST:
-                    local += tl.histogram(bins, 1 << HIST_BITS, mask=in_row & (tok < seq))
-                else:
-                    tl.atomic_add(hist_ptr + b * stride_hb + bins, 1, mask=in_row & (tok < seq), sem="relaxed")
-        if HIST and LOCAL_HIST:
-            tl.atomic_add(hist_ptr + b * stride_hb + tl.arange(0, 1 << HIST_BITS), local, mask=local > 0, sem="relaxed")
+                tl.atomic_add(hist_ptr + b * stride_hb + _key_bin(_order_key(score), HIST_BITS), 1,
+                              mask=in_row & (tok < seq), sem="relaxed")
     # Every thread's score stores precede the (gpu-scope, release) arrival.
     tl.debug_barrier()
     arrived = tl.atomic_add(cnt_ptr + b, 1, sem="acq_rel")
@@ -399,7 +383,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
             q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
             block_table.stride(0), scores.stride(0), hist.stride(0), topk_indices.stride(0)),
             dict(TOPK=topk, TOPK_BLOCK=topk_block, H=shapes.heads, D=shapes.head_dim, PS=page_size,
-                 ROW_BYTES=shapes.row_bytes, PPD=ppd, GPP=gpp, TILE=tile, HIST=use_hist, HIST_BITS=HIST_BITS, LOCAL_HIST=LOCAL_HIST,
+                 ROW_BYTES=shapes.row_bytes, PPD=ppd, GPP=gpp, TILE=tile, HIST=use_hist, HIST_BITS=HIST_BITS,
                  num_warps=num_warps, num_stages=2))], [scores]
     ppp = _pages_per_prog(batch, max_pages)
     split = schedule == "split"
@@ -409,7 +393,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
         q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
         block_table.stride(0), scores.stride(0), hist.stride(0)),
         dict(TOPK=topk, H=shapes.heads, D=shapes.head_dim, PS=page_size, ROW_BYTES=shapes.row_bytes,
-             PAGES_PER_PROG=ppp, HIST=use_hist, HIST_BITS=HIST_BITS, LOCAL_HIST=LOCAL_HIST, num_warps=4, num_stages=3))
+             PAGES_PER_PROG=ppp, HIST=use_hist, HIST_BITS=HIST_BITS, num_warps=4, num_stages=3))
     if split:
         select = (_topk_resident_kernel, (batch,), (
             scores, seq_lens, block_table, hist, topk_indices, max_pages,
