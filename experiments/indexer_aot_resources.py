@@ -332,11 +332,11 @@ def main(argv=None):
     ap.add_argument("--package", default=None, help="another copy of the solution, importable by this name")
     ap.add_argument("--path", action="append", default=[], help="a folder to import --package from")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
-                    help="a module setting of --package's copy (e.g. long_rows.LOCAL_HIST=True)")
+                    help="a module setting of the solution (or of --package's copy), e.g. long_rows._MAX_PAGES_PER_ITEM=64")
     args = ap.parse_args(argv)
-    if args.package:
+    if args.package or args.set:
         sys.path[:0] = args.path
-        use_package(args.package, args.set)
+        use_package(args.package or "kernelwright.solutions.dsa_indexer_triton", args.set)
     DO_NOT_SPECIALIZE.update(n for n in args.do_not_specialize.split(",") if n)
     print("triton", triton.__version__, "sm_90a, bundled ptxas; H200: 132 SMs, 64K registers and 228 KB "
           "shared memory per SM")
