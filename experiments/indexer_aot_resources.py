@@ -311,7 +311,7 @@ def print_table(title, rows, columns):
 
 def use_package(package: str, settings) -> None:
     """Point the script at another copy of the solution (an importable package, e.g.
-    experiments/candidates' dsa_indexer_triton_d) and apply `settings` ("module.NAME=VALUE")."""
+    a candidate made from experiments/candidates' patches under .carry) and apply `settings` ("module.NAME=VALUE")."""
     global common, kernel, long_rows
     common, kernel, long_rows = (importlib.import_module(f"{package}.{m}")
                                  for m in ("common", "kernel", "long_rows"))
