@@ -1301,9 +1301,11 @@ def _check_provenance(ev: _Judging) -> Optional[Trace]:
 
 
 def _check_ablation(ev: _Judging) -> Optional[Trace]:
-    """Phase 7, provenance ablation (CPU, guards, a kernel required, launches counted): skip every
-    Triton launch; if the outputs still come out right, the work ran elsewhere (torch under
-    DisableTorchFunction, numpy: case ``hidden_host_compute``): HOST_COMPUTE.  Not judged where a
+    """Phase 7, provenance ablation (CPU, guards, a kernel required, launches counted): one call
+    whose launches run with every Triton store and atomic into the outputs dropped (all of them
+    for a value-returning solution: ``LaunchCounter.set_ablate``); if the outputs still come out
+    right, something else wrote them (torch under DisableTorchFunction, numpy, around a launch or
+    inside one: cases ``hidden_host_compute``, ``jit_helper_hidden_compute``): HOST_COMPUTE.  Not judged where a
     constant fill could produce the reference (all its elements equal).  A crash or an exception
     here decides nothing: an honest solution may fail without its kernels."""
     ctx, cfg, run = ev.ctx, ev.cfg, ev.run
@@ -1324,7 +1326,7 @@ def _check_ablation(ev: _Judging) -> Optional[Trace]:
                                          trial.expected, ctx.builtin.tolerance, trial.inputs,
                                          trial.exemption).passed:
         return ev.reject(guards.HOST_COMPUTE,
-                         "with every Triton launch skipped, the call still produced the right outputs: "
+                         "with every Triton write into the outputs dropped, the call still produced the right outputs: "
                          "the work ran outside the solution's kernels")
     return None
 

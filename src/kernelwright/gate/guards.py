@@ -35,7 +35,7 @@ STREAM_SWITCHED = "STREAM_SWITCHED"          # a call returned with another stre
 NO_KERNELS = "NO_KERNELS"                    # the timed call launched none of the solution's own kernels
 VENDOR_KERNELS = "VENDOR_KERNELS"            # most kernel time in vendor-library / aten kernels
 PHASE_MISMATCH = "PHASE_MISMATCH"            # timed calls much faster than the traced calls' kernels
-HOST_COMPUTE = "HOST_COMPUTE"                # CPU: right outputs even with every Triton launch skipped
+HOST_COMPUTE = "HOST_COMPUTE"                # CPU: right outputs with Triton's writes into them dropped
 BELOW_ROOFLINE = "BELOW_ROOFLINE"            # faster than the physical floor: SUSPICIOUS
 TIMER_INCONSISTENT = "TIMER_INCONSISTENT"    # reported timings impossible next to the parent's wall clock
 NONDETERMINISTIC = "NONDETERMINISTIC"        # two runs on the same inputs disagree beyond tolerance
@@ -126,7 +126,7 @@ REASONS = {
     UNMEASURED_WORK: "device work outside the measured span (side stream): wall clock or CUPTI span >> events",
     NO_KERNELS: "the timed call ran none of the solution's own kernels",
     VENDOR_KERNELS: "most of the work ran in vendor-library / aten kernels",
-    HOST_COMPUTE: "CPU: with every Triton launch skipped the call still produced the right outputs: the work "
+    HOST_COMPUTE: "CPU: with every Triton write into the outputs dropped the call still produced the right outputs: the work "
                   "ran outside the solution's kernels",
     STREAM_SWITCHED: "the call returned with another CUDA stream current than the one it was called on: its "
                      "work, or its join of a private stream, would miss the harness's events",
@@ -453,7 +453,7 @@ def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mappin
     """(reason or None, message) for a Triton solution evaluated on CPU (interpreter).
 
     ``launches``: Triton kernel launches of the observed calls ({name: [count, us]});
-    ``host_ops``: aten ops the solution's host code ran OUTSIDE its Triton launches
+    ``host_ops``: aten ops the solution's host code ran (inside a launch, those Triton's own code did not call)
     ({"aten::op": [count, us, elements]}); ``min_launches``: the fewest launches of any
     correctness or timed call.  A call without a Triton launch -> NO_KERNELS; a torch compute
     op (matmul, topk, softmax, ...) or non-glue aten ops touching at least half as many
@@ -469,7 +469,7 @@ def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mappin
     touched = sum(v[2] for v in compute.values() if len(v) > 2)
     if compute and touched >= 0.5 * max(1, output_elements):
         top = sorted(compute, key=lambda n: -compute[n][2])[:5]
-        return VENDOR_KERNELS, (f"host torch ops outside the Triton kernels touch {int(touched)} elements "
+        return VENDOR_KERNELS, (f"host torch ops (not the Triton kernels' own) touch {int(touched)} elements "
                                 f"(outputs: {output_elements}): {top}")
     return None, ""
 

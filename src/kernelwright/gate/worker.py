@@ -141,12 +141,18 @@ class LaunchCounter:
     ``counter.total`` or ``inside`` attribute would be one write away), and whether a
     torch op runs inside a launch is read from the call stack (a frame of the wrapper's own
     code), which no attribute write fakes.  A solution that edits closure cells through ctypes
-    or ``__closure__`` is not seen (docs/gate.md, section 3)."""
+    or ``__closure__`` is not seen (docs/gate.md, section 3).
+
+    On CPU, which torch ops inside a launch the interpreter itself issued is read the same way:
+    the op's calling frame must run code of a ``triton`` module (``issued_by_launcher``), so a
+    pre-run hook or a plain Python function called from a ``@triton.jit`` body is the solution's
+    host code."""
 
     def __init__(self) -> None:
         self._read = lambda: (0, {})
-        self._set_ablate = lambda on: None
+        self._set_ablate = lambda on, ranges: None
         self._code = None
+        self._launcher_codes: Callable[[Any], bool] = lambda code: False
 
     @property
     def total(self) -> int:
@@ -156,9 +162,20 @@ class LaunchCounter:
     def by_name(self) -> Dict[str, List[float]]:
         return self._read()[1]
 
-    def set_ablate(self, on: bool) -> None:
-        """Skip every kernel (the provenance ablation call); skipped launches still count."""
-        self._set_ablate(on)
+    def set_ablate(self, on: bool, outputs: Optional[List[torch.Tensor]] = None) -> None:
+        """The provenance ablation call: on CPU every launch runs with its stores and atomics into
+        ``outputs``' storage dropped, or every one of them where ``outputs`` is None (a
+        value-returning solution, whose outputs are not known before it returns;
+        ``_output_write_ablation``), so that host work done anywhere in the call, inside a launch
+        included, still shows; on CUDA every launch is skipped.  Ablated launches still count."""
+        self._set_ablate(on, None if outputs is None or not on else _storage_ranges(outputs))
+
+    def issued_by_launcher(self) -> bool:
+        """Whether the torch op being dispatched was called by Triton's own code: the frame two
+        above this one (the caller of the torch function mode's ``__torch_function__``) runs a
+        code object of a loaded ``triton`` module.  A torch function implemented in Python
+        (``torch.overrides.handle_torch_function``) or any solution frame is not."""
+        return self._launcher_codes(_getframe(2).f_code)
 
     def inside(self) -> bool:
         """Whether the caller runs inside a counted launch (the interpreter's own torch ops)."""
@@ -179,7 +196,8 @@ class LaunchCounter:
         except Exception:
             return False
         original = launcher.run
-        state = {"total": 0, "ablate": False}
+        state: Dict[str, Any] = {"total": 0, "ablate": False, "ranges": None}
+        drop_writes = _output_write_ablation() if interpreter else None
         by_name: Dict[str, List[float]] = {}
         clock = T.now_s
         prefix = "triton::" if interpreter else ""
@@ -194,7 +212,10 @@ class LaunchCounter:
                 return original(fn_self, *args, **kwargs)
             if state["ablate"]:
                 state["total"] += 1
-                return None
+                if drop_writes is None:
+                    return None
+                with drop_writes(state["ranges"]):
+                    return original(fn_self, *args, **kwargs)
             t0 = clock()
             result = original(fn_self, *args, **kwargs)
             # the launched kernel's own name where the launcher returns it (CompiledKernel.name)
@@ -212,7 +233,9 @@ class LaunchCounter:
         launcher.run = run
         self._code = run.__code__
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
-        self._set_ablate = lambda on: state.__setitem__("ablate", bool(on))
+        self._set_ablate = lambda on, ranges: state.update(ablate=bool(on), ranges=ranges)
+        if interpreter:
+            self._launcher_codes = _triton_code_test()
         return True
 
     @staticmethod
@@ -288,6 +311,125 @@ class LaunchCounter:
         return note_captured
 
 
+def _storage_ranges(tensors) -> Tuple[Tuple[int, int], ...]:
+    """[lo, hi) byte addresses of each tensor's whole storage, read through the class's methods
+    (not attributes a solution could have set on the tensor)."""
+    storage = torch.Tensor.untyped_storage
+    with torch._C.DisableTorchFunctionSubclass():
+        out = []
+        for t in tensors:
+            s = storage(t)
+            out.append((int(s.data_ptr()), int(s.data_ptr()) + int(s.nbytes())))
+    return tuple(out)
+
+
+def _output_write_ablation() -> Callable[[Tuple[Tuple[int, int], ...]], Any]:
+    """A context factory for the CPU provenance ablation: inside it the Triton interpreter drops
+    every store and atomic whose address falls in one of the given byte ranges (the outputs'
+    storage; None: every address); loads, and writes anywhere else (scratch, work counters), run
+    as usual, so every launch runs to its end.  An output that still comes out right was written by something else:
+    host code around the launches or inside them (a pre-run hook, a plain Python function called
+    from a jit body).  Every store path of the interpreter (``tl.store``, block pointers,
+    descriptors, scatter) goes through ``create_masked_store``; atomics through
+    ``create_atomic_rmw`` / ``create_atomic_cas`` (a CAS on an output address becomes a load)."""
+    import contextlib
+
+    import numpy as np
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+    import triton.language as tl
+
+    store, rmw, cas = (InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw,
+                       InterpreterBuilder.create_atomic_cas)
+
+    @contextlib.contextmanager
+    def drop_writes(ranges):
+        def outside(ptr) -> np.ndarray:
+            addr = np.asarray(ptr.data).astype(np.uint64)
+            if ranges is None:
+                return np.zeros(addr.shape, dtype=bool)
+            hit = np.zeros(addr.shape, dtype=bool)
+            for lo, hi in ranges:
+                hit |= (addr >= np.uint64(lo)) & (addr < np.uint64(hi))
+            return ~hit
+
+        def masked_store(self, ptrs, value, mask, *rest):
+            return store(self, ptrs, value, TensorHandle(np.asarray(mask.data) & outside(ptrs), tl.int1), *rest)
+
+        def atomic_rmw(self, op, ptr, val, mask, sem, scope):
+            return rmw(self, op, ptr, val, TensorHandle(np.asarray(mask.data) & outside(ptr), tl.int1), sem, scope)
+
+        def atomic_cas(self, ptr, cmp, val, sem, scope):
+            if outside(ptr).all():
+                return cas(self, ptr, cmp, val, sem, scope)
+            return self.create_load(ptr, None, None, False)
+
+        InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw = masked_store, atomic_rmw
+        InterpreterBuilder.create_atomic_cas = atomic_cas
+        try:
+            yield
+        finally:
+            InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw = store, rmw
+            InterpreterBuilder.create_atomic_cas = cas
+
+    return drop_writes
+
+
+def _triton_code_test() -> Callable[[Any], bool]:
+    """``test(code)``: whether a code object belongs to a loaded ``triton`` module (a function,
+    a class's method or property, or code nested in one), by identity: a solution's function
+    compiled with a Triton file name is not one.  Modules Triton imports later are walked when a
+    code object with a Triton file name is first met."""
+    import types
+
+    root = os.path.dirname(importlib.import_module("triton").__file__) + os.sep
+    codes: set = set()
+    walked: set = set()
+
+    def add_code(code) -> None:
+        if id(code) in codes or not code.co_filename.startswith(root):
+            return
+        codes.add(id(code))
+        keep.append(code)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                add_code(const)
+
+    def add_object(obj, depth: int = 0) -> None:
+        fn = getattr(obj, "__func__", obj)          # staticmethod / classmethod
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            add_code(code)
+        elif isinstance(obj, property):
+            for f in (obj.fget, obj.fset, obj.fdel):
+                if f is not None:
+                    add_object(f, depth)
+        elif isinstance(obj, type) and depth < 3:
+            for member in list(vars(obj).values()):
+                add_object(member, depth + 1)
+
+    keep: List[Any] = []    # the code objects themselves: ids stay unique while they live
+
+    def walk() -> None:
+        for name, module in list(sys.modules.items()):
+            if name in walked or not (name == "triton" or name.startswith("triton.")):
+                continue
+            walked.add(name)
+            for obj in list(vars(module).values()):
+                add_object(obj)
+
+    walk()
+
+    def test(code) -> bool:
+        if id(code) in codes:
+            return True
+        if code.co_filename.startswith(root):
+            walk()
+            return id(code) in codes
+        return False
+
+    return test
+
+
 def _graph_executable(graph) -> Any:
     """A CUDA graph's executable graph (``raw_cuda_graph_exec``), or None before it has one."""
     try:
@@ -354,7 +496,9 @@ def _keep_sample(out: T.TimingSamples, policy: T.HoldPolicy, sample: Dict[str, A
 
 class HostOpRecorder:
     """A TorchFunctionMode that records the torch functions and tensor methods the solution's
-    host code calls outside its Triton launches: {"torch::op": [count, us, elements touched]}.
+    host code calls: {"torch::op": [count, us, elements touched]}.  Inside a Triton launch only
+    the interpreter's own ops are left out (``LaunchCounter.issued_by_launcher``): a pre-run hook's
+    or a helper's ops, called from the launch, are the solution's.
     (A TorchFunctionMode, not a dispatch mode or the profiler: those import torch._dynamo, five
     seconds per worker, and replace ``torch.manual_seed`` on the way.)"""
 
@@ -366,8 +510,8 @@ class HostOpRecorder:
         class _Recorder(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if counter.inside():
-                    return func(*args, **kwargs)
+                if counter.inside() and counter.issued_by_launcher():
+                    return func(*args, **kwargs)    # the interpreter's own argument handling
                 t0 = clock()
                 out = func(*args, **kwargs)
                 us = (clock() - t0) * 1e6
@@ -738,7 +882,8 @@ class Harness:
         state = self._prepare(set_index, msg["scalars"])
         host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
         before = self.launches.total
-        self.launches.set_ablate(bool(msg.get("ablate")) and self.count_launches)
+        self.launches.set_ablate(bool(msg.get("ablate")) and self.count_launches,
+                                 self.sets[set_index]["outputs"] if self.dps else None)
         try:
             self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
         finally:
