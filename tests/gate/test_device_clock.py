@@ -6,7 +6,7 @@ import torch
 
 from kernelwright.gate import guards
 from kernelwright.gate import timing as T
-from kernelwright.gate.headline import ClockTrials, graph_agreement, phase_pairs
+from kernelwright.gate.headline import ClockTrials, graph_agreement, graph_disagreement, phase_pairs
 
 
 def test_hold_policy_holds_the_first_half_and_gives_up_after_timeouts_past_the_warmup():
@@ -129,6 +129,20 @@ def test_graph_agreement_compares_the_replay_with_trial_0_where_it_ran():
     h = clocks.decide()
     ratio, msg = graph_agreement(h, 0.021)
     assert ratio == pytest.approx(0.020 / 0.021) and msg is None
+
+
+def test_graph_disagreement_names_the_outlier_from_the_traced_span():
+    band = guards.DEVICE_GRAPH_BAND
+    assert graph_disagreement(0.100, 0.100 * (1 + band / 2), 0.09, 0.1) is None      # inside the band
+    assert graph_disagreement(0.100, None, 0.09, 0.1) is None                        # no replay
+    # MoE T = 4 on the H200 (2026-12-02-records-5/moe-sweep-a): device 66.9, graph 75.7, span 69.1 us
+    msg = graph_disagreement(0.0669, 0.0757, 0.0692, 0.0691)
+    assert "0.88x the graph replay 75.7 us" in msg and "the graph replay is the outlier" in msg
+    msg = graph_disagreement(0.120, 0.100, 0.095, 0.101)
+    assert "the device time is the outlier" in msg
+    msg = graph_disagreement(0.150, 0.100, 0.080, 0.125)
+    assert "of neither" in msg and "45.0 us between kernels" in msg
+    assert "no traced call" in graph_disagreement(0.150, 0.100, None, None)
 
 
 def test_the_graph_replays_run_on_trial_0s_held_inputs_then_fresh_ones():

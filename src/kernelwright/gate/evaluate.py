@@ -29,7 +29,7 @@ from kernelwright.gate import timing
 from kernelwright.gate.checkers import CheckResult, RowExemption, check_outputs, row_exemption, worst_strict
 from kernelwright.gate.device_info import ceilings_for_run, resolve_device
 from kernelwright.gate.environment import environment
-from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement
+from kernelwright.gate.headline import ClockTrials, cupti_span_reference, graph_agreement, graph_disagreement
 from kernelwright.gate.session import WorkerSession
 from kernelwright.diagnostics import clip
 from kernelwright.trace import record
@@ -1220,6 +1220,9 @@ def _decide_headline(ev: _Judging) -> None:
     ratio, mismatch = graph_agreement(headline, graph_ms)
     if ratio is not None:
         notes["clock"]["device_vs_graph"] = round(ratio, 3)
+        why = graph_disagreement(graph_ms * ratio, graph_ms, kernel_ms, span_ms)   # trial 0's device time
+        if why:
+            notes["clock"]["device_vs_graph_why"] = why
     phase = ev.clocks.phase_ratios()
     if any(r is not None for r in phase):   # per trial: timed / traced kernel time on the same inputs
         notes["clock"]["timed_vs_traced"] = [None if r is None else round(r, 3) for r in phase]

@@ -66,6 +66,9 @@ UNMEASURED_WORK_SLACK_MS = 0.05
 # DEVICE_GRAPH_MISMATCH: device time below this fraction of the same call's CUDA-graph replay
 # (both hide the host launch; honest calls agree within about 10 %, the device-time issue's bar)
 DEVICE_GRAPH_MIN_RATIO = 0.75
+# outside this relative band around 1 the trace says which clock is the outlier
+# (headline.graph_disagreement: the device-time issue's "agree within 10 % or say why")
+DEVICE_GRAPH_BAND = 0.10
 # UNMEASURED_WORK (CUDA): the CUPTI span over all streams of trial 0's traced calls may exceed the
 # events of the same kind of calls by this factor plus this slack (ms) before work on a side stream
 # is assumed (CUPTI slows every launch: a launch-bound honest call's traced span is about twice its

@@ -260,6 +260,34 @@ def graph_agreement(headline: Headline, graph_ms: Optional[float]) -> Tuple[Opti
     return ratio, None
 
 
+def graph_disagreement(device_ms: float, graph_ms: Optional[float], kernel_ms: Optional[float],
+                       span_ms: Optional[float]) -> Optional[str]:
+    """Why trial 0's device time and the CUDA-graph replay of the same call differ by more than
+    ``guards.DEVICE_GRAPH_BAND`` (None where they agree or a side is missing), read from the third
+    clock on the same inputs: the traced held calls' kernel sum and span (CUPTI, ms).  The side
+    the span is closer to, where within the band, names the other side the outlier; the span's gaps
+    (span - sum) are the time between the call's kernels.  Every figure in the message is
+    measured; it explains, it does not judge (DEVICE_GRAPH_MISMATCH does)."""
+    if not graph_ms or not device_ms:
+        return None
+    band = guards.DEVICE_GRAPH_BAND
+    ratio = device_ms / graph_ms
+    if abs(ratio - 1) <= band:
+        return None
+    us = lambda ms: f"{ms * 1e3:.1f} us"
+    msg = f"device time {us(device_ms)} is {ratio:.2f}x the graph replay {us(graph_ms)}"
+    if not span_ms:
+        return msg + "; no traced call to compare with"
+    msg += f"; the traced calls' kernels ran {us(kernel_ms or 0.0)} in a {us(span_ms)} span"
+    off = {name: abs(span_ms / ms - 1) for name, ms in (("device time", device_ms), ("graph replay", graph_ms))}
+    near = min(off, key=off.get)
+    if off[near] <= band:
+        other = "graph replay" if near == "device time" else "device time"
+        return msg + f", within {off[near]:.0%} of the {near}: the {other} is the outlier"
+    gaps = max(0.0, span_ms - (kernel_ms or 0.0))
+    return msg + f" ({us(gaps)} between kernels), within {band:.0%} of neither"
+
+
 def cupti_span_reference(clocks: ClockTrials, headline: Headline) -> float:
     """What the CUPTI span is compared with (ms): the headline when every traced call was held
     (the span is then device time too), else the eager latency (the traced calls ran with the
