@@ -488,6 +488,7 @@ class _Watch:
         self.files: List[str] = []
         self.min_launches: Optional[int] = None
         self.host_ops: Dict[str, List[float]] = {}
+        self.unlowered: Dict[str, str] = {}     # CPU: kernels whose body a GPU could not run
         self.l2_limit = 0
 
     def note(self, reply: Dict[str, Any]) -> None:
@@ -503,6 +504,8 @@ class _Watch:
             for i in range(3):
                 agg[i] += v[i]
         self.l2_limit = max(self.l2_limit, int(reply.get("l2_limit") or 0))
+        for name, why in (reply.get("unlowered") or {}).items():
+            self.unlowered.setdefault(str(name), str(why))
 
     def request(self, msg: Dict[str, Any], timeout_s: float, on_step=None) -> Dict[str, Any]:
         reply = self.run.session.request(msg, timeout_s, on_step=on_step)
@@ -1293,6 +1296,10 @@ def _check_provenance(ev: _Judging) -> Optional[Trace]:
     if ev.load.get("counts_launches"):
         out_elements = sum(math.prod(shape) for _, shape, _ in ctx.output_meta)
         watch = ev.watch
+        if watch.unlowered:
+            name, why = next(iter(watch.unlowered.items()))
+            return ev.failed({"status": "COMPILE_ERROR", "reason": guards.BUILD_FAILED,
+                              "error": f"{name} runs under the interpreter but is not a GPU kernel: {why}"})
         reason, message = guards.cpu_provenance_verdict(ev.launches, watch.host_ops, out_elements,
                                                         watch.min_launches if watch.min_launches is not None else 0)
         return ev.reject(reason, message) if reason is not None else None
@@ -1305,9 +1312,9 @@ def _check_provenance(ev: _Judging) -> Optional[Trace]:
 
 def _check_ablation(ev: _Judging) -> Optional[Trace]:
     """Phase 7, provenance ablation (CPU, guards, a kernel required, launches counted): one call
-    whose launches run with every Triton store and atomic into the outputs dropped (all of them
-    for a value-returning solution: ``LaunchCounter.set_ablate``); if the outputs still come out
-    right, something else wrote them (torch under DisableTorchFunction, numpy, around a launch or
+    whose launches run with every Triton store dropped, and every atomic into the outputs (all of
+    them for a value-returning solution: ``interpreted.WriteAblation``); if the outputs still come
+    out right, something else wrote them (torch under DisableTorchFunction, numpy, around a launch or
     inside one: cases ``hidden_host_compute``, ``jit_helper_hidden_compute``): HOST_COMPUTE.  Not judged where a
     constant fill could produce the reference (all its elements equal).  A crash or an exception
     here decides nothing: an honest solution may fail without its kernels."""
@@ -1329,7 +1336,7 @@ def _check_ablation(ev: _Judging) -> Optional[Trace]:
                                          trial.expected, ctx.builtin.tolerance, trial.inputs,
                                          trial.exemption).passed:
         return ev.reject(guards.HOST_COMPUTE,
-                         "with every Triton write into the outputs dropped, the call still produced the right outputs: "
+                         "with Triton's stores dropped (and its atomics into the outputs), the call still produced the right outputs: "
                          "the work ran outside the solution's kernels")
     return None
 

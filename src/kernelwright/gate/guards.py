@@ -35,7 +35,7 @@ STREAM_SWITCHED = "STREAM_SWITCHED"          # a call returned with another stre
 NO_KERNELS = "NO_KERNELS"                    # the timed call launched none of the solution's own kernels
 VENDOR_KERNELS = "VENDOR_KERNELS"            # most kernel time in vendor-library / aten kernels
 PHASE_MISMATCH = "PHASE_MISMATCH"            # timed calls much faster than the traced calls' kernels
-HOST_COMPUTE = "HOST_COMPUTE"                # CPU: right outputs with Triton's writes into them dropped
+HOST_COMPUTE = "HOST_COMPUTE"                # CPU: right outputs with Triton's stores dropped
 BELOW_ROOFLINE = "BELOW_ROOFLINE"            # faster than the physical floor: SUSPICIOUS
 TIMER_INCONSISTENT = "TIMER_INCONSISTENT"    # reported timings impossible next to the parent's wall clock
 NONDETERMINISTIC = "NONDETERMINISTIC"        # two runs on the same inputs disagree beyond tolerance
@@ -129,7 +129,7 @@ REASONS = {
     UNMEASURED_WORK: "device work outside the measured span (side stream): wall clock or CUPTI span >> events",
     NO_KERNELS: "the timed call ran none of the solution's own kernels",
     VENDOR_KERNELS: "most of the work ran in vendor-library / aten kernels",
-    HOST_COMPUTE: "CPU: with every Triton write into the outputs dropped the call still produced the right outputs: the work "
+    HOST_COMPUTE: "CPU: with Triton's stores dropped the call still produced the right outputs: the work "
                   "ran outside the solution's kernels",
     STREAM_SWITCHED: "the call returned with another CUDA stream current than the one it was called on: its "
                      "work, or its join of a private stream, would miss the harness's events",
@@ -380,7 +380,7 @@ _TORCH_CPU_COMPUTE = re.compile(r"^(?:aten|torch)::(mm|bmm|matmul|addmm|baddbmm|
                                 r"softmax|_softmax|log_softmax|logsumexp|sigmoid|exp|relu|index_add_|"
                                 r"scaled_dot_product_attention|_scaled_dot_product\w*|conv\w*|rms_norm|_fused_rms_norm|layer_norm|"
                                 r"native_layer_norm|group_norm|batch_norm|argsort|silu|gelu|softplus|embedding|"
-                                r"multi_head_attention_forward)$")
+                                r"multi_head_attention_forward|subclass_torch_function)$")
 
 
 # ops a solution's host code may run around its kernels on CPU without doing the work itself:
@@ -451,6 +451,12 @@ def own_kernel_names(sources: Mapping[str, str]) -> List[str]:
     return sorted(n for n in names if len(n) >= 3)
 
 
+def cpu_glue(name: str) -> bool:
+    """Whether a recorded host op (``torch::op``) is glue a solution's host code may run around
+    its kernels on CPU (allocation, copies, casts, views, metadata): ``_CPU_GLUE``."""
+    return bool(_CPU_GLUE.match(name))
+
+
 def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mapping[str, List[float]],
                            output_elements: int, min_launches: int = 1):
     """(reason or None, message) for a Triton solution evaluated on CPU (interpreter).
@@ -468,7 +474,7 @@ def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mappin
     heavy = sorted(n for n in host_ops if _TORCH_CPU_COMPUTE.match(n))
     if heavy:
         return VENDOR_KERNELS, f"the call runs torch compute ops {heavy[:5]} instead of its own kernels"
-    compute = {n: v for n, v in host_ops.items() if not _CPU_GLUE.match(n)}
+    compute = {n: v for n, v in host_ops.items() if not cpu_glue(n)}
     touched = sum(v[2] for v in compute.values() if len(v) > 2)
     if compute and touched >= 0.5 * max(1, output_elements):
         top = sorted(compute, key=lambda n: -compute[n][2])[:5]

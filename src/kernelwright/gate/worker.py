@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from kernelwright.gate import cuda_share, fresh, guards, integrity, wire
+from kernelwright.gate import cuda_share, fresh, guards, integrity, interpreted, wire
 from kernelwright.gate import timing as T
 from kernelwright.gate.device_info import resolve_device
 
@@ -143,16 +143,18 @@ class LaunchCounter:
     code), which no attribute write fakes.  A solution that edits closure cells through ctypes
     or ``__closure__`` is not seen (docs/gate.md, section 3).
 
-    On CPU, which torch ops inside a launch the interpreter itself issued is read the same way:
-    the op's calling frame must run code of a ``triton`` module (``issued_by_launcher``), so a
-    pre-run hook or a plain Python function called from a ``@triton.jit`` body is the solution's
-    host code."""
+    On CPU (``gate/interpreted.py``), which torch ops inside a launch the interpreter itself
+    issued is read the same way: the op's calling frame must run code of a ``triton`` module
+    (``issued_by_launcher``), so a pre-run hook or a plain Python function called from a
+    ``@triton.jit`` body is the solution's host code; every launched kernel's body must call only
+    what a GPU kernel can (``unlowered``); the ablation call drops Triton's writes."""
 
     def __init__(self) -> None:
         self._read = lambda: (0, {})
         self._set_ablate = lambda on, ranges: None
         self._code = None
         self._launcher_codes: Callable[[Any], bool] = lambda code: False
+        self._unlowered: Callable[[], Dict[str, str]] = dict
 
     @property
     def total(self) -> int:
@@ -168,7 +170,13 @@ class LaunchCounter:
         value-returning solution, whose outputs are not known before it returns;
         ``_output_write_ablation``), so that host work done anywhere in the call, inside a launch
         included, still shows; on CUDA every launch is skipped.  Ablated launches still count."""
-        self._set_ablate(on, None if outputs is None or not on else _storage_ranges(outputs))
+        self._set_ablate(on, None if outputs is None or not on else interpreted.storage_ranges(outputs))
+
+    @property
+    def unlowered(self) -> Dict[str, str]:
+        """CPU: {kernel name: why} for every launched kernel whose body a GPU could not run
+        (``interpreted.JitBodyCheck``); empty on CUDA."""
+        return self._unlowered()
 
     def issued_by_launcher(self) -> bool:
         """Whether the torch op being dispatched was called by Triton's own code: the frame two
@@ -196,8 +204,10 @@ class LaunchCounter:
         except Exception:
             return False
         original = launcher.run
-        state: Dict[str, Any] = {"total": 0, "ablate": False, "ranges": None}
-        drop_writes = _output_write_ablation() if interpreter else None
+        state: Dict[str, Any] = {"total": 0, "ablate": False}
+        ablation = interpreted.WriteAblation() if interpreter else None
+        lowering = interpreted.JitBodyCheck() if interpreter else None
+        unlowered: Dict[str, str] = {}
         by_name: Dict[str, List[float]] = {}
         clock = T.now_s
         prefix = "triton::" if interpreter else ""
@@ -210,12 +220,13 @@ class LaunchCounter:
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
+            if lowering is not None:
+                why = lowering.check(fn_self, args, kwargs)
+                if why is not None:
+                    unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
             if state["ablate"]:
                 state["total"] += 1
-                if drop_writes is None:
-                    return None
-                with drop_writes(state["ranges"]):
-                    return original(fn_self, *args, **kwargs)
+                return None if ablation is None else original(fn_self, *args, **kwargs)
             t0 = clock()
             result = original(fn_self, *args, **kwargs)
             # the launched kernel's own name where the launcher returns it (CompiledKernel.name)
@@ -233,9 +244,15 @@ class LaunchCounter:
         launcher.run = run
         self._code = run.__code__
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
-        self._set_ablate = lambda on, ranges: state.update(ablate=bool(on), ranges=ranges)
+        def set_ablate(on: bool, ranges) -> None:
+            state["ablate"] = bool(on)
+            if ablation is not None:
+                ablation.set(on, ranges)
+
+        self._set_ablate = set_ablate
         if interpreter:
-            self._launcher_codes = _triton_code_test()
+            self._launcher_codes = interpreted.triton_code_test()
+            self._unlowered = lambda: dict(unlowered)
         return True
 
     @staticmethod
@@ -311,125 +328,6 @@ class LaunchCounter:
         return note_captured
 
 
-def _storage_ranges(tensors) -> Tuple[Tuple[int, int], ...]:
-    """[lo, hi) byte addresses of each tensor's whole storage, read through the class's methods
-    (not attributes a solution could have set on the tensor)."""
-    storage = torch.Tensor.untyped_storage
-    with torch._C.DisableTorchFunctionSubclass():
-        out = []
-        for t in tensors:
-            s = storage(t)
-            out.append((int(s.data_ptr()), int(s.data_ptr()) + int(s.nbytes())))
-    return tuple(out)
-
-
-def _output_write_ablation() -> Callable[[Tuple[Tuple[int, int], ...]], Any]:
-    """A context factory for the CPU provenance ablation: inside it the Triton interpreter drops
-    every store and atomic whose address falls in one of the given byte ranges (the outputs'
-    storage; None: every address); loads, and writes anywhere else (scratch, work counters), run
-    as usual, so every launch runs to its end.  An output that still comes out right was written by something else:
-    host code around the launches or inside them (a pre-run hook, a plain Python function called
-    from a jit body).  Every store path of the interpreter (``tl.store``, block pointers,
-    descriptors, scatter) goes through ``create_masked_store``; atomics through
-    ``create_atomic_rmw`` / ``create_atomic_cas`` (a CAS on an output address becomes a load)."""
-    import contextlib
-
-    import numpy as np
-    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
-    import triton.language as tl
-
-    store, rmw, cas = (InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw,
-                       InterpreterBuilder.create_atomic_cas)
-
-    @contextlib.contextmanager
-    def drop_writes(ranges):
-        def outside(ptr) -> np.ndarray:
-            addr = np.asarray(ptr.data).astype(np.uint64)
-            if ranges is None:
-                return np.zeros(addr.shape, dtype=bool)
-            hit = np.zeros(addr.shape, dtype=bool)
-            for lo, hi in ranges:
-                hit |= (addr >= np.uint64(lo)) & (addr < np.uint64(hi))
-            return ~hit
-
-        def masked_store(self, ptrs, value, mask, *rest):
-            return store(self, ptrs, value, TensorHandle(np.asarray(mask.data) & outside(ptrs), tl.int1), *rest)
-
-        def atomic_rmw(self, op, ptr, val, mask, sem, scope):
-            return rmw(self, op, ptr, val, TensorHandle(np.asarray(mask.data) & outside(ptr), tl.int1), sem, scope)
-
-        def atomic_cas(self, ptr, cmp, val, sem, scope):
-            if outside(ptr).all():
-                return cas(self, ptr, cmp, val, sem, scope)
-            return self.create_load(ptr, None, None, False)
-
-        InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw = masked_store, atomic_rmw
-        InterpreterBuilder.create_atomic_cas = atomic_cas
-        try:
-            yield
-        finally:
-            InterpreterBuilder.create_masked_store, InterpreterBuilder.create_atomic_rmw = store, rmw
-            InterpreterBuilder.create_atomic_cas = cas
-
-    return drop_writes
-
-
-def _triton_code_test() -> Callable[[Any], bool]:
-    """``test(code)``: whether a code object belongs to a loaded ``triton`` module (a function,
-    a class's method or property, or code nested in one), by identity: a solution's function
-    compiled with a Triton file name is not one.  Modules Triton imports later are walked when a
-    code object with a Triton file name is first met."""
-    import types
-
-    root = os.path.dirname(importlib.import_module("triton").__file__) + os.sep
-    codes: set = set()
-    walked: set = set()
-
-    def add_code(code) -> None:
-        if id(code) in codes or not code.co_filename.startswith(root):
-            return
-        codes.add(id(code))
-        keep.append(code)
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                add_code(const)
-
-    def add_object(obj, depth: int = 0) -> None:
-        fn = getattr(obj, "__func__", obj)          # staticmethod / classmethod
-        code = getattr(fn, "__code__", None)
-        if isinstance(code, types.CodeType):
-            add_code(code)
-        elif isinstance(obj, property):
-            for f in (obj.fget, obj.fset, obj.fdel):
-                if f is not None:
-                    add_object(f, depth)
-        elif isinstance(obj, type) and depth < 3:
-            for member in list(vars(obj).values()):
-                add_object(member, depth + 1)
-
-    keep: List[Any] = []    # the code objects themselves: ids stay unique while they live
-
-    def walk() -> None:
-        for name, module in list(sys.modules.items()):
-            if name in walked or not (name == "triton" or name.startswith("triton.")):
-                continue
-            walked.add(name)
-            for obj in list(vars(module).values()):
-                add_object(obj)
-
-    walk()
-
-    def test(code) -> bool:
-        if id(code) in codes:
-            return True
-        if code.co_filename.startswith(root):
-            walk()
-            return id(code) in codes
-        return False
-
-    return test
-
-
 def _graph_executable(graph) -> Any:
     """A CUDA graph's executable graph (``raw_cuda_graph_exec``), or None before it has one."""
     try:
@@ -497,8 +395,11 @@ def _keep_sample(out: T.TimingSamples, policy: T.HoldPolicy, sample: Dict[str, A
 class HostOpRecorder:
     """A TorchFunctionMode that records the torch functions and tensor methods the solution's
     host code calls: {"torch::op": [count, us, elements touched]}.  Inside a Triton launch only
-    the interpreter's own ops are left out (``LaunchCounter.issued_by_launcher``): a pre-run hook's
-    or a helper's ops, called from the launch, are the solution's.
+    the interpreter's own glue (metadata, views, copies: ``guards.cpu_glue``) is left out, and only
+    where Triton's code called it (``LaunchCounter.issued_by_launcher``): a pre-run hook's or a
+    helper's ops, or a compute op Triton was made to call, are the solution's.  An op on a tensor
+    subclass with its own ``__torch_function__`` is recorded as ``torch::subclass_torch_function``
+    (compute): the mode is off while that handler runs, so whatever it does is unseen.
     (A TorchFunctionMode, not a dispatch mode or the profiler: those import torch._dynamo, five
     seconds per worker, and replace ``torch.manual_seed`` on the way.)"""
 
@@ -506,12 +407,25 @@ class HostOpRecorder:
         from torch.overrides import TorchFunctionMode
 
         clock = T.now_s
+        plain = (torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl)
+
+        def custom_handler(values) -> bool:
+            for a in values:
+                for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                    if isinstance(t, torch.Tensor) and type(t) is not torch.Tensor:
+                        handler = getattr(type(t), "__torch_function__", None)
+                        if getattr(handler, "__func__", handler) not in plain:
+                            return True
+            return False
 
         class _Recorder(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if counter.inside() and counter.issued_by_launcher():
+                name = "torch::" + guards.op_name(func)
+                if counter.inside() and counter.issued_by_launcher() and guards.cpu_glue(name):
                     return func(*args, **kwargs)    # the interpreter's own argument handling
+                if custom_handler(list(args) + list(kwargs.values())):
+                    name = "torch::subclass_torch_function"
                 t0 = clock()
                 out = func(*args, **kwargs)
                 us = (clock() - t0) * 1e6
@@ -520,7 +434,6 @@ class HostOpRecorder:
                     for t in (a if isinstance(a, (list, tuple)) else (a,)):
                         if isinstance(t, torch.Tensor):
                             elements = max(elements, t.numel())
-                name = "torch::" + guards.op_name(func)
                 agg = ops.setdefault(name, [0, 0.0, 0])
                 agg[0] += 1
                 agg[1] += us
@@ -896,7 +809,8 @@ class Harness:
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "new_threads": self._new_thread_names(), "call_threads": sorted(self.call_threads.values()),
                 "py_threads": threading.active_count(), "launches": launched if self.count_launches else None,
-                "host_ops": host_ops or {}, "l2_limit": self._l2_limit()}
+                "host_ops": host_ops or {}, "l2_limit": self._l2_limit(),
+                "unlowered": self.launches.unlowered if self.count_launches else {}}
 
     def _l2_limit(self) -> Optional[int]:
         if self.device.type != "cuda":

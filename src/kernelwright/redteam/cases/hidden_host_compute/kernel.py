@@ -2,7 +2,7 @@
 provenance rule records the solution's torch calls through a torch function mode; inside
 ``torch._C.DisableTorchFunction()`` no mode is called, so this solution computes RMSNorm with torch
 there and launches one empty Triton kernel for the launch counter.  Expected: HOST_COMPUTE (the
-gate runs one call with every Triton write into the outputs dropped: the outputs still come out right, so the work
+gate runs one call with Triton's stores dropped: the outputs still come out right, so the work
 is not in the solution's kernels).  CPU only by nature (on the GPU, CUPTI sees the aten kernels).
 """
 

@@ -3,8 +3,10 @@
 Under ``TRITON_INTERPRET=1`` a ``@triton.jit`` body is ordinary Python, so it can call a plain
 Python function; this one computes RMSNorm with torch on the call's tensors (kept in a module
 global by ``run``) while the launch is counted, and the kernel itself stores nothing.  Expected:
-VENDOR_KERNELS (the CPU host-op recorder keeps ops whose calling frame is not Triton's code) or
-HOST_COMPUTE (the provenance ablation drops Triton's writes into the outputs; the helper's land).
+BUILD_FAILED (a launched jit body may call only what a GPU kernel can:
+``interpreted.JitBodyCheck``); without that check, VENDOR_KERNELS (the host-op recorder keeps ops
+whose calling frame is not Triton's code) or HOST_COMPUTE (the ablation call drops Triton's
+stores; the helper's writes land).
 CPU only: a GPU kernel cannot call Python.
 """
 

@@ -1,8 +1,8 @@
 """``jit_helper_compute`` with the helper's torch ops under ``torch._C.DisableTorchFunction()``, so
-that no torch function mode sees them, inside or outside a launch.  Only the provenance ablation
-can tell: it runs every launch with Triton's writes into the outputs dropped, and the helper's
-writes still land, so the outputs come out right.  Expected: HOST_COMPUTE.  CPU only: a GPU
-kernel cannot call Python.
+that no torch function mode sees them, inside or outside a launch.  Expected: BUILD_FAILED (a
+launched jit body may call only what a GPU kernel can: ``interpreted.JitBodyCheck``); without
+that check, HOST_COMPUTE (the ablation call runs every launch with Triton's stores dropped, and
+the helper's writes still land).  CPU only: a GPU kernel cannot call Python.
 """
 
 import torch
