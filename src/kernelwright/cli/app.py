@@ -42,7 +42,7 @@ def defs_cmd() -> None:
     table = Table(title="built-in definitions", title_justify="left")
     for col in ("definition", "alias", "op_type", "workloads", "contest (atol/rtol/ratio)",
                 "strict (rel-L2 / row rel-L2)", "checker"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")   # the full name, copyable, however narrow the terminal
     for b in definitions.all_builtins():
         tol = b.tolerance
         demo = " (demo)" if "demo" in b.definition.tags else ""
@@ -497,6 +497,9 @@ app.command("redteam")(redteam_cmd)
 from kernelwright.cli.workflow import register as _register_workflow  # noqa: E402  (optimize, run ..., profile)
 
 _register_workflow(app)
+
+
+helpstyle.one_line_summaries(app)   # after every command is registered
 
 
 def main() -> None:

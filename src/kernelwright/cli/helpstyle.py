@@ -63,3 +63,20 @@ def install() -> None:
     argument = getattr(core, "TyperArgument", None)
     if argument is not None and hasattr(argument, "_usage_display_name"):
         argument._usage_display_name = _usage_display_name
+
+
+def one_line_summaries(app) -> None:
+    """Give every command of a typer ``app`` (and of its sub-apps) a one-line summary for the
+    command list: the first paragraph of its docstring with the source's line breaks joined, as
+    click itself does (rich markup mode keeps them, which breaks sentences mid-line)."""
+    import inspect
+
+    for info in getattr(app, "registered_commands", []):
+        if info.short_help is None and info.callback is not None:
+            doc = inspect.getdoc(info.callback) or ""
+            first = doc.split("\n\n")[0]
+            if first:
+                info.short_help = " ".join(first.split())
+    for group in getattr(app, "registered_groups", []):
+        if group.typer_instance is not None:
+            one_line_summaries(group.typer_instance)

@@ -195,6 +195,8 @@ def definition_option(option: str, quick: bool, workload_file: Optional[Path]) -
     """What ``-d OPTION`` names when it is not a folder: a definition file, or a name / locator.  Raises UsageError, DataFileError or UnknownDefinition (one line)."""
     if is_definition_file(option):
         return from_definition_file(Path(option), quick, workload_file)
+    if option.endswith(".json") and ":" not in option:
+        raise DataFileError(f"{option}: no such definition file")
     builtin = _quick(definitions.resolve(option), quick)
     if workload_file is not None:
         return with_workload_file(builtin, Path(workload_file))

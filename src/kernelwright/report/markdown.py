@@ -63,7 +63,7 @@ def _clock(sol) -> str:
 
 
 def results_table(paths: Iterable[Path]) -> str:
-    lines = ["| record | definition | solution | passed | clock | device µs (per regime) | eager µs | graph µs | "
+    lines = ["| record | definition | solution | passed | clock | µs on that clock (per regime) | eager µs | graph µs | "
              "× reference | × baselines (mean over common workloads) | roofline mean / min |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in paths:

@@ -28,13 +28,16 @@ def _clock_note(clocks: Dict[str, int]) -> str:
     return " / ".join(f"{c} {n}" for c, n in sorted(clocks.items(), key=lambda kv: -kv[1]))
 
 
-def headline_header(d: Dict[str, Any]) -> str:
-    """'device µs', or 'latency µs' for a CPU run (one perf_counter clock, no device time)."""
+def headline_header(d: Dict[str, Any], device: Optional[str] = None) -> str:
+    """'device µs', or 'latency µs' for a CPU run (one perf_counter clock, no device time); where
+    no workload passed (no clock recorded), the run's ``device`` decides."""
     clocks = {c for s in d["solutions"].values() for c in (s.get("clocks") or {})}
+    if not clocks and device is not None:
+        return "latency µs" if str(device).startswith("cpu") else "device µs"
     return "latency µs" if clocks == {"cpu"} else "device µs"
 
 
-def _solution_table(def_name: str, d: Dict[str, Any]) -> Table:
+def _solution_table(def_name: str, d: Dict[str, Any], device: Optional[str] = None) -> Table:
     sols = d["solutions"]
     baselines = [s for s, v in sols.items() if v["role"] == "baseline"]
     lower = list(d.get("lower_bounds", {}))
@@ -42,7 +45,7 @@ def _solution_table(def_name: str, d: Dict[str, Any]) -> Table:
     table.add_column("solution", no_wrap=True)
     table.add_column("passed", justify="right")
     table.add_column("clock", justify="left")
-    table.add_column(headline_header(d), justify="right")
+    table.add_column(headline_header(d, device), justify="right")
     table.add_column("eager µs", justify="right")
     table.add_column("graph µs", justify="right")
     table.add_column("× reference", justify="right")
@@ -116,7 +119,7 @@ def _regime_table(def_name: str, d: Dict[str, Any]) -> Optional[Table]:
 def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -> None:
     console = console or Console()
     for def_name, d in summary["definitions"].items():
-        console.print(_solution_table(def_name, d))
+        console.print(_solution_table(def_name, d, (summary.get("meta") or {}).get("device")))
         for line in judged_notes(d):
             console.print(f"  [yellow]{escape(line)}[/yellow]", soft_wrap=True)
         regime_table = _regime_table(def_name, d)
