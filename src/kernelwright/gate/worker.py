@@ -165,11 +165,12 @@ class LaunchCounter:
         return self._read()[1]
 
     def set_ablate(self, on: bool, outputs: Optional[List[torch.Tensor]] = None) -> None:
-        """The provenance ablation call: on CPU every launch runs with its stores and atomics into
-        ``outputs``' storage dropped, or every one of them where ``outputs`` is None (a
+        """The provenance ablation call: on CPU every launch runs with its stores dropped, and its
+        atomics into ``outputs``' storage (every atomic where ``outputs`` is None: a
         value-returning solution, whose outputs are not known before it returns;
-        ``_output_write_ablation``), so that host work done anywhere in the call, inside a launch
-        included, still shows; on CUDA every launch is skipped.  Ablated launches still count."""
+        ``interpreted.WriteAblation``), so that host work done anywhere in the call, inside a
+        launch included, still shows; on CUDA every launch is skipped.  Ablated launches still
+        count."""
         self._set_ablate(on, None if outputs is None or not on else interpreted.storage_ranges(outputs))
 
     @property
