@@ -34,6 +34,7 @@ Environment:
   KW_TORCH=torch==2.13.0     the torch requirement to install when .venv has none
   KW_TORCH_CPU_INDEX=URL     the CPU index of the fallback (default the one above)
   KW_REQUIRE_REAL_CLIENTS=1  (CI) fail, instead of skipping, when the agent CLIs cannot be installed
+  KW_SKIP_CLIENTS=1          do not install the agent CLIs (no network; their tests skip)
 EOF
 }
 
@@ -178,6 +179,10 @@ setup_packages() {  # $1: extras, $2: torch route (cpu / default)
 # --- the real agent CLIs (test only) -----------------------------------------------------
 setup_clients() {
   local required="${KW_REQUIRE_REAL_CLIENTS:-}"
+  if [[ -n "${KW_SKIP_CLIENTS:-}" && -z "$required" ]]; then
+    say "agent CLIs: skipped (KW_SKIP_CLIENTS is set); the real-client tests will skip"
+    return 0
+  fi
   if command -v node >/dev/null && command -v npm >/dev/null \
      && node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' 2>/dev/null; then
     if bash tests/agents/install_clients.sh; then return 0; fi

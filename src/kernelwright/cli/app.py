@@ -250,7 +250,10 @@ def bench_cmd(
                 raise UsageError(target.trace_set.solution_conflict(sol))
             cands.append(Candidate(sol, sol.name))
         if baselines or baseline_keys:
-            cands += _baseline_candidates(base_name, device, baseline_keys)
+            found = _baseline_candidates(base_name, device, baseline_keys)
+            if not found:
+                console.print(f"[yellow]{b.name}: no baseline is registered for it (the list: bench --help)[/yellow]")
+            cands += found
         if not cands:
             console.print(f"[yellow]no solution for {b.name}; skipped[/yellow]")
             continue

@@ -118,8 +118,9 @@ def _regime_table(def_name: str, d: Dict[str, Any]) -> Optional[Table]:
 
 def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -> None:
     console = console or Console()
+    device = (summary.get("meta") or {}).get("device")
     for def_name, d in summary["definitions"].items():
-        console.print(_solution_table(def_name, d, (summary.get("meta") or {}).get("device")))
+        console.print(_solution_table(def_name, d, device))
         for line in judged_notes(d):
             console.print(f"  [yellow]{escape(line)}[/yellow]", soft_wrap=True)
         regime_table = _regime_table(def_name, d)
@@ -131,6 +132,9 @@ def render_summary(summary: Dict[str, Any], console: Optional[Console] = None) -
             if len(s["failures"]) > 5:
                 console.print(f"  ... and {len(s['failures']) - 5} more failed workload(s) of {escape(s['label'])} "
                               "(summary.json, report.html)")
+    if str(device or "").startswith("cpu") and summary["definitions"]:
+        console.print("[dim]CPU run: Triton's interpreter, so latencies and ratios say nothing about GPU speed; "
+                      "the verdicts are what it checks.[/dim]", soft_wrap=True)
 
 
 def render_failure(console: Console, label: str, failure: Dict[str, Any]) -> None:
