@@ -6,6 +6,7 @@ The cases run once per session, two at a time (``run_catalogue``), and each case
 parametrised test; only the cases selected for this session are run (``-k`` works).
 """
 
+import ast
 import pytest
 
 from kernelwright.redteam import CASES, PASS, get_case, run_canaries, run_catalogue
@@ -90,6 +91,7 @@ def test_catalogue_is_complete():
         assert c.expected == PASS or c.expected, c.id
         text = (c.folder / "kernel.py").read_text()
         assert text.startswith('"""') and len(text.split('"""')[1]) > 80, f"{c.id}: document the attack"
+        ast.parse(text, filename=f"{c.id}/kernel.py")   # CUDA-only cases never run on CPU: parse them here
 
 
 def test_cli_lists_and_rejects_unknown_case():
