@@ -26,6 +26,7 @@ FOLDER = SHIPPED_ROOT / "dsa_indexer_triton"
 kernel = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.kernel")
 short_rows = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.short_rows")
 long_rows = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.long_rows")
+common = importlib.import_module("kernelwright.solutions.dsa_indexer_triton.common")
 BUILTIN = get_definition("indexer")
 TOPK = 2048
 PS = 64
@@ -92,7 +93,7 @@ def _check(inputs, out, expected):
 def _assert_workspace_clean(device):
     """Every call leaves the shared per-row counters, cursors and histograms at zero."""
     key = (torch.device(device).type, torch.device(device).index)
-    for ws in long_rows._workspaces.get(key, []):
+    for ws in common._workspaces.get(key, []):
         for name in ("hist", "arrive", "cursor"):
             assert int(getattr(ws, name).abs().sum()) == 0, f"workspace {name} not reset"
 
@@ -303,22 +304,23 @@ def test_streamed_pages_per_program(monkeypatch, target):
 
 def test_short_rows_schedule_tables():
     assert [short_rows._schedule(4, t) for t in (4096, 8192, 16384, 32768)] == ["fused", "split", "fused", "streamed"]
-    assert short_rows._fused_config(1, 45, 4096) == (2, 1, 8, 1)
-    assert short_rows._fused_config(8, 45, 4096) == (2, 1, 8, 1)
-    assert short_rows._fused_config(31, 45, 4096) == (2, 2, 8, 1)      # 31 rows x 12 programs
-    assert short_rows._fused_config(2, 256, 16384) == (4, 1, 16, 1)
+    assert short_rows._fused_config(1, 45, 4096) == (2, 1, 8)
+    assert short_rows._fused_config(8, 45, 4096) == (2, 1, 8)
+    assert short_rows._fused_config(31, 45, 4096) == (2, 2, 8)      # 31 rows x 12 programs
+    assert short_rows._fused_config(2, 256, 16384) == (4, 1, 16)
     for batch in (1, 7, 31, 64):
         for pages in (33, 64, 129, 256):
             tile = 1 << (pages * 64 - 1).bit_length()
-            ppd, gpp, warps, pivots = short_rows._fused_config(batch, pages, tile)
+            ppd, gpp, warps = short_rows._fused_config(batch, pages, tile)
             assert warps == 4 * ppd and ppd * 2048 <= tile and gpp <= 8
 
 
-@pytest.mark.parametrize("config", [(2, 1, 8, 3), (1, 4, 4, 1), (4, 2, 16, 3)])
-def test_fused_configs(monkeypatch, config):
-    # 4-way search; one page per dot with 4 page groups per program (37 pages: a partial last
-    # program); 4-page groups at 16 warps.
+@pytest.mark.parametrize("config,hist", [((2, 1, 8), False), ((1, 4, 4), True), ((4, 2, 16), True)])
+def test_fused_configs(monkeypatch, config, hist):
+    # Bisection over the row; one page per dot with 4 page groups per program (37 pages: a
+    # partial last program); 4-page groups at 16 warps; the last two start from the histogram.
     monkeypatch.setattr(short_rows, "_fused_config", lambda b, p, t: config)
+    monkeypatch.setattr(short_rows, "HIST", hist)
     inputs = _inputs(2, 37, 130, seed=20 + config[0], device="cpu", seq_lens=[2368, 2111])
     inputs["weights"][1] = 0.0
     _roundtrip(inputs)
@@ -341,7 +343,7 @@ def test_arrival_counters_reset(monkeypatch):
     # reads all-zero after every call, and a second call on it is still right.
     counters = torch.zeros(64, dtype=torch.int32)
     monkeypatch.setattr(short_rows, "_arrival_counters", lambda device, batch: counters)
-    monkeypatch.setattr(short_rows, "_fused_config", lambda b, p, t: (1, 2, 4, 3))
+    monkeypatch.setattr(short_rows, "_fused_config", lambda b, p, t: (1, 2, 4))
     for seed in (30, 31):
         _roundtrip(_inputs(2, 34, 120, seed=seed, device="cpu", seq_lens=[2176, 2100]))
         assert bool((counters == 0).all())
@@ -400,7 +402,7 @@ def test_batch_over_workspace_rows(monkeypatch):
     lens = [5 + (i % 7) * 300 for i in range(66)]
     lens[3], lens[40], lens[65] = 2100, 2176, 2049
     _roundtrip(_inputs(66, 34, 66 * 34, seed=15, device="cpu", seq_lens=lens))
-    assert long_rows._workspaces[("cpu", None)][-1].rows >= 66
+    assert common._workspaces[("cpu", None)][-1].rows >= 66
 
 
 def test_default_plan_one_launch(monkeypatch):

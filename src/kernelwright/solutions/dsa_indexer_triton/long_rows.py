@@ -29,11 +29,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import CallShapes, _bisect_step, _order_key
+from .common import (HIST_BITS as _HIST_BITS, HIST_COPIES as _MAX_STRIPES, CallShapes, _bin_bounds,
+                     _key_bin, _kth_key, _order_key, _search_step, _threshold_bin,
+                     row_workspace as _row_workspace)
 
-# Histogram bins: the top _HIST_BITS bits of each score's order key (sign, 8 exponent bits and
-# 2 mantissa bits at 11: bins 1/4 octave wide).
-_HIST_BITS = 11
 # Rows up to this many tokens (block-table width * page size, rounded up to a power of two) are
 # filtered and selected by the last scoring program of the row (one launch); wider rows by
 # _filter_kernel (a second launch, many programs per row).
@@ -43,6 +42,13 @@ _ONE_LAUNCH_MAX_TOKENS = 8192
 _ONE_LAUNCH_TILE = 2048
 _FILTER_TILE = 8192
 _CAND_TILE = 8192
+# Calls of at most _SMALL_FILTER_TOKENS tokens (batch x block-table width) filter in tiles of
+# _SMALL_FILTER_TILE tokens on _SMALL_FILTER_WARPS warps (and hold up to that many candidates in
+# registers): there the filter's few programs are a latency chain, and halving a program's
+# block-wide steps pays; larger calls keep the 8192-token tiles (throughput).
+_SMALL_FILTER_TOKENS = 1 << 19
+_SMALL_FILTER_TILE = 4096
+_SMALL_FILTER_WARPS = 8
 # Scoring grid: one program per work item.  Pages per item: at most about _ITEMS_PER_PROGRAM
 # items per resident program (_PROGRAMS_PER_SM 4-warp programs per SM) for the expected fill of
 # a batch (each item costs a pipeline fill and an arrival round trip).  Registers (sm_90a AOT,
@@ -62,21 +68,17 @@ _FILTER_WARPS = 16
 # Histogram copies per row (item i counts into copy i % stripes) for wide rows, so that no bin
 # address takes more than about 1/stripes of a long row's atomics.
 _STRIPE_TOKENS = 32768
-_MAX_STRIPES = 4
 # Every scoring program holds the whole batch's seq_lens in one register block.
 _MIN_BATCH_BLOCK = 64
+# The candidate select's search for the k-th largest key: pivots from the count line (True) or
+# bisection (False); common._kth_key.
+INTERPOLATE = True
 # Stand-in for the SM count off CUDA (the interpreter).
 _CPU_SMS = 2
 
 
 # ---------------------------------------------------------------------------------------------
 # Device helpers
-
-@triton.jit
-def _key_bin(key, HIST_BITS: tl.constexpr):
-    """Order key -> histogram bin in [0, 2**HIST_BITS), monotone in the key."""
-    return (key >> (32 - HIST_BITS)) + (1 << (HIST_BITS - 1))
-
 
 @triton.jit
 def _write_all_selected(seq, bt_row, out_row,
@@ -127,29 +129,6 @@ def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, se
 
 
 @triton.jit
-def _threshold_bin(hist_row, stripes, k, HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr):
-    """Sums the row's `stripes` (<= MAX_STRIPES) histogram copies (and zeroes them for the next
-    call); returns (T, above, inside): T the highest bin with count(bin >= T) >= k, `above` the
-    count in bins > T (< k), `inside` the count in bin T."""
-    NB: tl.constexpr = 1 << HIST_BITS
-    offs = tl.arange(0, NB)
-    h = tl.zeros([NB], dtype=tl.int32)
-    # Unrolled over MAX_STRIPES with masks, so that the copies' loads are in flight together.
-    for s in tl.static_range(MAX_STRIPES):
-        # .cg: counted by atomics of other programs (at L2).
-        h += tl.load(hist_row + s * NB + offs, mask=(offs < NB) & (s < stripes), other=0,
-                     cache_modifier=".cg")
-    for s in tl.static_range(MAX_STRIPES):
-        tl.store(hist_row + s * NB + offs, tl.zeros([NB], dtype=tl.int32),
-                 mask=(offs < NB) & (s < stripes))
-    at_or_above = tl.sum(h, axis=0) - tl.cumsum(h, axis=0) + h
-    thr = tl.max(tl.where(at_or_above >= k, offs, -1), axis=0)
-    above = tl.sum(tl.where(offs > thr, h, 0), axis=0)
-    inside = tl.sum(tl.where(offs == thr, h, 0), axis=0)
-    return thr, above, inside
-
-
-@triton.jit
 def _filter_tile(score_row, bt_row, out_row, cand_key_row, cand_id_row, cursor, t0, seq,
                  thr_bin, base_gt, base_eq,
                  TILE: tl.constexpr, PS: tl.constexpr, HIST_BITS: tl.constexpr,
@@ -185,29 +164,21 @@ def _filter_tile(score_row, bt_row, out_row, cand_key_row, cand_id_row, cursor, 
 
 
 @triton.jit
-def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
+def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi,
+                     TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
     """The k largest of n <= TILE candidates, held in registers: their ids go to
     out_row[pos0 : pos0 + k] (any order; among equal keys the first ones in list order).
 
-    Bisection on [min key, max key + 1] (int64 bounds; keys are int32) for the k-th largest key
-    T, stopping early once some pivot has exactly k keys at or above it; then keys > T go to
-    slots pos0.., the first (k - #greater) keys == T after them (one packed cumsum).
+    Every candidate's key lies in [lo, hi) (int64: the threshold bin's keys), so the search for
+    the k-th largest key T starts there with counts n and 0 (common._kth_key); then keys > T go
+    to slots pos0.., the first (k - #greater) keys == T after them (one packed cumsum).
     """
-    INT32_MAX: tl.constexpr = 2147483647
-    INT32_MIN: tl.constexpr = -2147483648
     offs = tl.arange(0, TILE)
     valid = offs < n
     # .cg: the candidates were stored by other programs of this launch.
     key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
     ids = tl.load(cand_id_row + offs, mask=valid, other=0, cache_modifier=".cg")
-    lo = tl.min(tl.where(valid, key, INT32_MAX), axis=0).to(tl.int64)
-    hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
-    c_hi = tl.full([], 0, tl.int32)
-    while hi - lo > 1:
-        mid = lo + (hi - lo) // 2
-        cnt = tl.sum((valid & (key >= mid.to(tl.int32))).to(tl.int32), axis=0)
-        lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
-    t32 = lo.to(tl.int32)
+    t32, c_hi = _kth_key(key, valid, lo, hi, n, tl.full([], 0, tl.int32), k, INTERPOLATE)
     gt = valid & (key > t32)
     eq = valid & (key == t32)
     csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
@@ -218,23 +189,10 @@ def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.co
 
 
 @triton.jit
-def _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
-    """As _select_resident for n > TILE candidates: the list is re-read (from L2) in TILE-key
-    chunks on every bisection step."""
-    INT32_MAX: tl.constexpr = 2147483647
-    INT32_MIN: tl.constexpr = -2147483648
-    lo32 = tl.full([], INT32_MAX, tl.int32)
-    hi32 = tl.full([], INT32_MIN, tl.int32)
-    start = tl.full([], 0, tl.int32)
-    while start < n:
-        offs = start + tl.arange(0, TILE)
-        valid = offs < n
-        key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
-        lo32 = tl.minimum(lo32, tl.min(tl.where(valid, key, INT32_MAX), axis=0))
-        hi32 = tl.maximum(hi32, tl.max(tl.where(valid, key, INT32_MIN), axis=0))
-        start += TILE
-    lo = lo32.to(tl.int64)
-    hi = hi32.to(tl.int64) + 1
+def _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE: tl.constexpr):
+    """As _select_resident for n > TILE candidates: bisection, the list re-read (from L2) in
+    TILE-key chunks on every step."""
+    c_lo = n
     c_hi = tl.full([], 0, tl.int32)
     while hi - lo > 1:
         mid = lo + (hi - lo) // 2
@@ -247,7 +205,7 @@ def _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.co
             key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
             cnt += tl.sum((valid & (key >= m32)).to(tl.int32), axis=0)
             start += TILE
-        lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
+        lo, hi, c_lo, c_hi = _search_step(lo, hi, c_lo, c_hi, cnt, mid, k)
     t32 = lo.to(tl.int32)
     need_eq = k - c_hi
     base_gt = tl.full([], 0, tl.int32)
@@ -271,12 +229,15 @@ def _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.co
 
 
 @triton.jit
-def _select_candidates(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE: tl.constexpr):
-    """The k largest of the row's n candidates (k <= n) to out_row[pos0 : pos0 + k]."""
+def _select_candidates(cand_key_row, cand_id_row, n, k, out_row, pos0, thr,
+                       HIST_BITS: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
+    """The k largest of the row's n candidates (k <= n; all in histogram bin thr) to
+    out_row[pos0 : pos0 + k]."""
+    lo, hi = _bin_bounds(thr, HIST_BITS)
     if n <= TILE:
-        _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE)
+        _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE, INTERPOLATE)
     else:
-        _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, TILE)
+        _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,7 +252,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
                   HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr, STAGES: tl.constexpr,
-                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr):
+                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
     """One program per work item of the call (see the module docstring); the grid covers a
     batch of full-width rows, programs past the call's item count return at once.
 
@@ -331,7 +292,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
             if arrived == row_items - 1:
                 tl.store(arrive_ptr + b, 0)
-                thr, above, inside = _threshold_bin(hist_row, stripes, TOPK, HIST_BITS, MAX_STRIPES)
+                thr, above, inside = _threshold_bin(hist_row, stripes, TOPK, HIST_BITS, MAX_STRIPES, True)
                 if SELECT_HERE:
                     cand_key_row = cand_key_ptr + b * stride_sb
                     cand_id_row = cand_id_ptr + b * stride_sb
@@ -348,7 +309,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                         t0 += TILE
                     tl.debug_barrier()           # candidate stores before their loads
                     _select_candidates(cand_key_row, cand_id_row, inside, TOPK - above,
-                                       out_row, above, TILE)
+                                       out_row, above, thr, HIST_BITS, TILE, INTERPOLATE)
                 else:
                     tl.store(state_ptr + b * 4, thr)
                     tl.store(state_ptr + b * 4 + 1, above)
@@ -362,7 +323,7 @@ def _filter_kernel(seq_ptr, bt_ptr, score_ptr, state_ptr, cursor_ptr, arrive_ptr
                    cand_key_ptr, cand_id_ptr, out_ptr,
                    max_pages, stride_btb, stride_sb, stride_ob,
                    TOPK: tl.constexpr, PS: tl.constexpr, HIST_BITS: tl.constexpr,
-                   TILE: tl.constexpr, CAND_TILE: tl.constexpr):
+                   TILE: tl.constexpr, CAND_TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
     """Two-launch path, after _score_kernel: program (b, j) filters tokens [j*TILE, +TILE) of a
     scored row b against state[b]'s threshold bin (_filter_tile with atomic bases), then
     arrives on the row's counter; the last arriver resets the counter and the cursor and
@@ -388,7 +349,7 @@ def _filter_kernel(seq_ptr, bt_ptr, score_ptr, state_ptr, cursor_ptr, arrive_ptr
             tl.store(arrive_ptr + b, 0)
             tl.store(cursor_ptr + b, tl.full([], 0, tl.int64))
             _select_candidates(cand_key_row, cand_id_row, inside, TOPK - above, out_row, above,
-                               CAND_TILE)
+                               thr, HIST_BITS, CAND_TILE, INTERPOLATE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,47 +388,6 @@ def _plan(batch: int, max_pages: int, page_size: int, num_sms: int) -> _Plan:
     return _Plan(one_launch, ppi, stripes)
 
 
-class _Workspace(NamedTuple):
-    """Per-row state shared by every call on one device, all zero between calls (state aside):
-    hist [rows, _MAX_STRIPES << _HIST_BITS] int32, arrive [2, rows] int32 (scoring / filter
-    arrivals), cursor [rows] int64 (filter slots, packed), state [rows, 4] int32."""
-    hist: torch.Tensor
-    arrive: torch.Tensor
-    cursor: torch.Tensor
-    state: torch.Tensor
-
-    @property
-    def rows(self) -> int:
-        return self.cursor.numel()
-
-
-_MIN_WORKSPACE_ROWS = 64
-_workspaces = {}
-
-
-def _new_workspace(device, rows):
-    return _Workspace(torch.zeros((rows, _MAX_STRIPES << _HIST_BITS), dtype=torch.int32, device=device),
-                      torch.zeros((2, rows), dtype=torch.int32, device=device),
-                      torch.zeros(rows, dtype=torch.int64, device=device),
-                      torch.zeros((rows, 4), dtype=torch.int32, device=device))
-
-
-def _row_workspace(device, batch) -> _Workspace:
-    """The device's workspace with room for `batch` rows (and histograms of the current
-    _HIST_BITS).  Kept for the life of the process and never freed (a captured graph refers to
-    it by address); a larger batch allocates a larger one beside it.  Asked for inside someone else's capture with too small a workspace, returns
-    a fresh zeroed one (zero-fill nodes of that graph, fresh on every replay)."""
-    key = (device.type, device.index)
-    have = _workspaces.get(key)
-    if have is not None and have[-1].rows >= batch and have[-1].hist.shape[1] >= _MAX_STRIPES << _HIST_BITS:
-        return have[-1]
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return _new_workspace(device, batch)
-    new = _new_workspace(device, max(batch, _MIN_WORKSPACE_ROWS))
-    _workspaces.setdefault(key, []).append(new)
-    return new
-
-
 def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table,
              topk_indices):
     """The launches of a call whose rows are wider than topk, as ([(kernel, grid, args, meta)],
@@ -481,7 +401,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
     scores = torch.empty((batch, tokens), dtype=torch.float32, device=dev)
     cand_keys = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
     cand_ids = torch.empty((batch, tokens), dtype=torch.int32, device=dev)
-    ws = _row_workspace(dev, batch)
+    ws = _row_workspace(dev, batch, _MAX_STRIPES << _HIST_BITS)
     programs = batch * triton.cdiv(max_pages, plan.pages_per_item)
     launches = [(_score_kernel, (programs,), (
         q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, ws.hist,
@@ -494,12 +414,15 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
              BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
              HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
              SELECT_HERE=plan.one_launch,
-             TILE=_ONE_LAUNCH_TILE, num_warps=4))]
+             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, num_warps=4))]
     if not plan.one_launch:
-        launches.append((_filter_kernel, (batch, triton.cdiv(tokens, _FILTER_TILE)), (
+        small = batch * tokens <= _SMALL_FILTER_TOKENS
+        tile = _SMALL_FILTER_TILE if small else _FILTER_TILE
+        launches.append((_filter_kernel, (batch, triton.cdiv(tokens, tile)), (
             seq_lens, block_table, scores, ws.state, ws.cursor, ws.arrive[1],
             cand_keys, cand_ids, topk_indices,
             max_pages, block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
-            dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=_FILTER_TILE,
-                 CAND_TILE=_CAND_TILE, num_warps=_FILTER_WARPS)))
+            dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=tile,
+                 CAND_TILE=min(tile, _CAND_TILE), INTERPOLATE=INTERPOLATE,
+                 num_warps=_SMALL_FILTER_WARPS if small else _FILTER_WARPS)))
     return launches, [scores, cand_keys, cand_ids]

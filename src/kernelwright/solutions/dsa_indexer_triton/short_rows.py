@@ -23,7 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import CallShapes, _bisect_step, _order_key
+from .common import (HIST_BITS, CallShapes, _bin_bounds, _key_bin, _kth_key, _order_key, _search_step,
+                     _threshold_bin, row_workspace)
 
 
 # Rows up to this many tokens (block-table width * page size, rounded up to a power of two)
@@ -38,6 +39,14 @@ _MAX_GROUPS_PER_PROG = 8
 # Tiles that take the split (score kernel + resident top-k kernel) path instead of the fused one.
 _SPLIT_TILES = (8192,)
 _SPLIT_TOPK_WARPS = 8
+# The resident selects (fused and split schedules) of batches up to HIST_MAX_BATCH rows start from
+# the histogram bin of the k-th largest score, counted by atomics in the scoring epilogue, and
+# search inside it with pivots from the count line (common._kth_key); larger batches (and HIST
+# False) bisect over the whole row's keys.  Measured (experiments/indexer_ab.py, H100; the gate on
+# the H200): 6-13 % faster at 1-4 rows of 4K-8K tokens, level to slower from 16 rows (the
+# epilogue's atomics on the hot bins of many histograms).
+HIST = True
+HIST_MAX_BATCH = 8
 # Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
@@ -45,12 +54,14 @@ _MAX_PAGES_PER_PROG = 8
 
 
 @triton.jit
-def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr,
+def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_ptr,
                   max_pages,
-                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb,
+                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_hb,
                   TOPK: tl.constexpr, H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr,
-                  ROW_BYTES: tl.constexpr, PAGES_PER_PROG: tl.constexpr):
-    """Scores of one row over pages [chunk*PAGES_PER_PROG, +PAGES_PER_PROG) of its block table."""
+                  ROW_BYTES: tl.constexpr, PAGES_PER_PROG: tl.constexpr, HIST: tl.constexpr,
+                  HIST_BITS: tl.constexpr):
+    """Scores of one row over pages [chunk*PAGES_PER_PROG, +PAGES_PER_PROG) of its block table
+    (HIST: and one count per score into the row's histogram bin, hist_ptr [B, >= 2**HIST_BITS])."""
     b = tl.program_id(0)
     chunk = tl.program_id(1)
     seq = tl.load(seq_ptr + b)
@@ -86,40 +97,24 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr,
             tok = p * PS + offs_t
             score = tl.where(tok < seq, score, float("-inf"))
             tl.store(score_ptr + b * stride_sb + tok, score, mask=(offs_t < PS) & in_row)
+            if HIST:
+                tl.atomic_add(hist_ptr + b * stride_hb + _key_bin(_order_key(score), HIST_BITS), 1,
+                              mask=in_row & (tok < seq), sem="relaxed")
 
 
 @triton.jit
-def _quarter_step(lo, hi, c_hi, c1, c2, c3, m1, m2, m3, k):
-    """One 4-way step: c_j = count(key >= m_j) for lo <= m1 <= m2 <= m3 < hi (so
-    c1 >= c2 >= c3).  Keeps the invariants of _bisect_step on the quarter [m_j, m_j+1) that
-    holds the k-th largest key; an exact hit (c_j == k, m_j > lo) ends the search."""
-    s3 = c3 >= k
-    s2 = (~s3) & (c2 >= k)
-    s1 = (~s3) & (~s2) & (c1 >= k)
-    sel = tl.where(s3, m3, tl.where(s2, m2, tl.where(s1, m1, lo)))
-    c_sel = tl.where(s3, c3, tl.where(s2, c2, c1))
-    nxt = tl.where(s3, hi, tl.where(s2, m3, tl.where(s1, m2, m1)))
-    c_nxt = tl.where(s3, c_hi, tl.where(s2, c3, tl.where(s1, c2, c1)))
-    exact = (s3 | s2 | s1) & (c_sel == k) & (sel > lo)
-    new_lo = tl.where(exact, sel - 1, sel)
-    new_hi = tl.where(exact, sel, nxt)
-    new_c_hi = tl.where(exact, c_sel, c_nxt)
-    return new_lo, new_hi, new_c_hi
-
-
-@triton.jit
-def _select_resident(row, seq, k, scored, bt_row, out_row,
+def _select_resident(row, seq, k, scored, bt_row, out_row, hist_row,
                      TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                     TILE: tl.constexpr, PIVOTS: tl.constexpr):
+                     TILE: tl.constexpr, HIST: tl.constexpr, HIST_BITS: tl.constexpr):
     """Top-k ids of one row whose TILE >= seq keys stay in registers.
 
-    The threshold T is the k-th largest key (k = min(topk, seq_len)): a search on
-    [min key, max key + 1] (int64 bounds; keys are int32) that narrows the interval 4-way per
-    step (PIVOTS=3: three counts packed in 16-bit fields of one int64 sum, one block reduction
-    per step, <= 17 steps) or 2-way (PIVOTS=1, <= 32 steps), and stops early once some pivot
-    has exactly k keys at or above it.  Then ids with key > T go to slots 0.., the first
-    (k - #greater) ids with key == T after them (one packed cumsum); slots from k on get -1.
-    Rows that were not scored (seq_len <= topk) read every key as 0: all tie, all are taken.
+    The threshold T is the k-th largest key (k = min(topk, seq_len)), found by common._kth_key
+    in one block-wide count per step.  HIST: the scoring epilogue counted the row's keys into
+    histogram bins (hist_row, HIST_BITS bits), so the search starts inside the bin that holds
+    T (read and zeroed here) with pivots from the count line; else it bisects [min key,
+    max key + 1].  Then ids with key > T go to slots 0.., the first (k - #greater) ids with
+    key == T after them (one packed cumsum); slots from k on get -1.
+    Rows that were not scored (seq_len <= topk) read every key as 0 and take them all.
     """
     INT32_MAX: tl.constexpr = 2147483647
     INT32_MIN: tl.constexpr = -2147483648
@@ -127,29 +122,24 @@ def _select_resident(row, seq, k, scored, bt_row, out_row,
     valid = offs < seq
     # .cg: the scores were written by other programs of this launch; read them from L2.
     key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0, cache_modifier=".cg"))
-    lo = tl.min(tl.where(valid, key, INT32_MAX), axis=0).to(tl.int64)
-    hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
-    c_hi = tl.full([], 0, tl.int32)
-    while hi - lo > 1:
-        if PIVOTS == 3:
-            w = hi - lo
-            m1 = lo + w // 4
-            m2 = lo + w // 2
-            m3 = lo + (3 * w) // 4
-            f = ((key >= m1.to(tl.int32)).to(tl.int64)
-                 + ((key >= m2.to(tl.int32)).to(tl.int64) << 16)
-                 + ((key >= m3.to(tl.int32)).to(tl.int64) << 32))
-            c = tl.sum(tl.where(valid, f, 0), axis=0)
-            c1 = (c & 0xFFFF).to(tl.int32)
-            c2 = ((c >> 16) & 0xFFFF).to(tl.int32)
-            c3 = ((c >> 32) & 0xFFFF).to(tl.int32)
-            lo, hi, c_hi = _quarter_step(lo, hi, c_hi, c1, c2, c3, m1, m2, m3, k)
+    if HIST:
+        if scored:
+            thr, above, inside = _threshold_bin(hist_row, 1, k, HIST_BITS, 1, True)
+            lo, hi = _bin_bounds(thr, HIST_BITS)
+            c_lo = above + inside
+            c_hi = above
         else:
-            mid = lo + (hi - lo) // 2
-            cnt = tl.sum((valid & (key >= mid.to(tl.int32))).to(tl.int32), axis=0)
-            lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
-    t32 = lo.to(tl.int32)
-    n_gt = c_hi                                   # = count(key > T)
+            # every key is 0 and all k = seq_len of them are taken: key > -1 selects them
+            lo = tl.full([], -1, tl.int64)
+            hi = tl.full([], 0, tl.int64)
+            c_lo = seq
+            c_hi = seq
+    else:
+        lo = tl.min(tl.where(valid, key, INT32_MAX), axis=0).to(tl.int64)
+        hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
+        c_lo = seq
+        c_hi = tl.full([], 0, tl.int32)
+    t32, n_gt = _kth_key(key, valid, lo, hi, c_lo, c_hi, k, HIST)   # n_gt = count(key > T)
     gt = valid & (key > t32)
     eq = valid & (key == t32)
     # One scan for both ranks: greater-than count in the low 16 bits, ties in the high.
@@ -164,13 +154,13 @@ def _select_resident(row, seq, k, scored, bt_row, out_row,
 
 
 @triton.jit
-def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_ptr, out_ptr,
+def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_ptr, hist_ptr, out_ptr,
                   max_pages, n_chunks,
-                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_ob,
+                  stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_hb, stride_ob,
                   TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PPD: tl.constexpr, GPP: tl.constexpr, TILE: tl.constexpr,
-                  PIVOTS: tl.constexpr):
+                  HIST: tl.constexpr, HIST_BITS: tl.constexpr):
     """Scoring and top-k in one launch, grid (B, n_chunks).
 
     Program (b, chunk) scores GPP groups of PPD pages of row b (one FP8 tl.dot per group:
@@ -206,28 +196,31 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
             tok = (p_lo + i * PPD) * PS + offs_t
             score = tl.where(tok < seq, score, float("-inf"))
             tl.store(score_ptr + b * stride_sb + tok, score, mask=in_row)
+            if HIST:
+                tl.atomic_add(hist_ptr + b * stride_hb + _key_bin(_order_key(score), HIST_BITS), 1,
+                              mask=in_row & (tok < seq), sem="relaxed")
     # Every thread's score stores precede the (gpu-scope, release) arrival.
     tl.debug_barrier()
     arrived = tl.atomic_add(cnt_ptr + b, 1, sem="acq_rel")
     if arrived == n_chunks - 1:
         tl.store(cnt_ptr + b, 0)
         _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
-                         bt_ptr + b * stride_btb, out_ptr + b * stride_ob,
-                         TOPK, TOPK_BLOCK, PS, TILE, PIVOTS)
+                         bt_ptr + b * stride_btb, out_ptr + b * stride_ob, hist_ptr + b * stride_hb,
+                         TOPK, TOPK_BLOCK, PS, TILE, HIST, HIST_BITS)
 
 
 @triton.jit
-def _topk_resident_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
-                          stride_sb, stride_btb, stride_ob,
+def _topk_resident_kernel(score_ptr, seq_ptr, bt_ptr, hist_ptr, out_ptr, max_pages,
+                          stride_sb, stride_btb, stride_hb, stride_ob,
                           TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                          TILE: tl.constexpr, PIVOTS: tl.constexpr):
+                          TILE: tl.constexpr, HIST: tl.constexpr, HIST_BITS: tl.constexpr):
     """Split path, after _score_kernel: the top-k of one row held in registers, grid (B,)."""
     b = tl.program_id(0)
     seq = tl.load(seq_ptr + b)
     seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
     _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
-                     bt_ptr + b * stride_btb, out_ptr + b * stride_ob,
-                     TOPK, TOPK_BLOCK, PS, TILE, PIVOTS)
+                     bt_ptr + b * stride_btb, out_ptr + b * stride_ob, hist_ptr + b * stride_hb,
+                     TOPK, TOPK_BLOCK, PS, TILE, HIST, HIST_BITS)
 
 
 @triton.jit
@@ -263,6 +256,7 @@ def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
         start += TILE
     lo = lo32.to(tl.int64)
     hi = hi32.to(tl.int64) + 1
+    c_lo = seq
     c_hi = tl.full([], 0, tl.int32)
     while hi - lo > 1:
         mid = lo + (hi - lo) // 2
@@ -275,7 +269,7 @@ def _topk_kernel(score_ptr, seq_ptr, bt_ptr, out_ptr, max_pages,
             key = _order_key(tl.load(row + offs, mask=valid & scored, other=0.0))
             cnt += tl.sum((valid & (key >= m32)).to(tl.int32), axis=0)
             start += TILE
-        lo, hi, c_hi = _bisect_step(lo, hi, c_hi, cnt, mid, k)
+        lo, hi, c_lo, c_hi = _search_step(lo, hi, c_lo, c_hi, cnt, mid, k)
     t32 = lo.to(tl.int32)
     n_gt = c_hi
     need_eq = k - n_gt
@@ -324,12 +318,11 @@ def _schedule(batch: int, tile: int) -> str:
 
 
 def _fused_config(batch: int, max_pages: int, tile: int):
-    """(PPD pages per dot, GPP groups per program, num_warps, PIVOTS) of the fused kernel.
+    """(PPD pages per dot, GPP groups per program, num_warps) of the fused kernel.
 
     One warpgroup per page of a group: tile 4096 -> 2 pages / 8 warps (16 keys per thread in
     the selection), 16384 -> 4 / 16 (32 keys per thread; 8 pages / 32 warps measured slower).
     Groups are packed per program until the grid is at most ~1 wave of 32 warps per SM.
-    PIVOTS 1 (bisection): the packed 4-way search measured 1-2.5 us slower on every shape.
     """
     ppd = max(1, min(4, tile // 2048))
     num_warps = 4 * ppd
@@ -338,7 +331,7 @@ def _fused_config(batch: int, max_pages: int, tile: int):
     gpp = 1
     while gpp < _MAX_GROUPS_PER_PROG and batch * triton.cdiv(groups, gpp) > target:
         gpp *= 2
-    return ppd, gpp, num_warps, 1
+    return ppd, gpp, num_warps
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,35 +369,42 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
     scores = torch.empty((batch, shapes.tokens), dtype=torch.float32, device=dev)
     tile = triton.next_power_of_2(shapes.tokens)
     schedule = _schedule(batch, tile)
+    # the histogram of the resident selects (fused and split): the workspace shared with the
+    # long rows, which every kernel leaves zeroed
+    use_hist = HIST and batch <= HIST_MAX_BATCH and schedule != "streamed"
+    hist = row_workspace(dev, batch).hist if use_hist else scores
     if schedule == "fused":
-        ppd, gpp, num_warps, pivots = _fused_config(batch, max_pages, tile)
+        ppd, gpp, num_warps = _fused_config(batch, max_pages, tile)
         n_chunks = triton.cdiv(max_pages, ppd * gpp)
         counters = _arrival_counters(dev, batch)
         return [(_fused_kernel, (batch, n_chunks), (
-            q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, counters,
+            q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, counters, hist,
             topk_indices, max_pages, n_chunks,
             q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
-            block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
+            block_table.stride(0), scores.stride(0), hist.stride(0), topk_indices.stride(0)),
             dict(TOPK=topk, TOPK_BLOCK=topk_block, H=shapes.heads, D=shapes.head_dim, PS=page_size,
-                 ROW_BYTES=shapes.row_bytes, PPD=ppd, GPP=gpp, TILE=tile, PIVOTS=pivots,
+                 ROW_BYTES=shapes.row_bytes, PPD=ppd, GPP=gpp, TILE=tile, HIST=use_hist, HIST_BITS=HIST_BITS,
                  num_warps=num_warps, num_stages=2))], [scores]
     ppp = _pages_per_prog(batch, max_pages)
+    split = schedule == "split"
     score = (_score_kernel, (batch, triton.cdiv(max_pages, ppp)), (
-        q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores,
+        q_index_fp8, k_fp8, k_scales, weights, seq_lens, block_table, scores, hist,
         max_pages,
         q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
-        block_table.stride(0), scores.stride(0)),
+        block_table.stride(0), scores.stride(0), hist.stride(0)),
         dict(TOPK=topk, H=shapes.heads, D=shapes.head_dim, PS=page_size, ROW_BYTES=shapes.row_bytes,
-             PAGES_PER_PROG=ppp, num_warps=4, num_stages=3))
-    topk_args = (scores, seq_lens, block_table, topk_indices, max_pages,
-                 scores.stride(0), block_table.stride(0), topk_indices.stride(0))
-    if schedule == "split":
-        select = (_topk_resident_kernel, (batch,), topk_args,
+             PAGES_PER_PROG=ppp, HIST=use_hist, HIST_BITS=HIST_BITS, num_warps=4, num_stages=3))
+    if split:
+        select = (_topk_resident_kernel, (batch,), (
+            scores, seq_lens, block_table, hist, topk_indices, max_pages,
+            scores.stride(0), block_table.stride(0), hist.stride(0), topk_indices.stride(0)),
                   dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=tile,
-                       PIVOTS=1, num_warps=_SPLIT_TOPK_WARPS))
+                       HIST=use_hist, HIST_BITS=HIST_BITS, num_warps=_SPLIT_TOPK_WARPS))
     else:
         chunk = _CHUNK_TOKENS
         assert chunk < 65536  # the packed cumsum keeps each rank in 16 bits
+        topk_args = (scores, seq_lens, block_table, topk_indices, max_pages,
+                     scores.stride(0), block_table.stride(0), topk_indices.stride(0))
         select = (_topk_kernel, (batch,), topk_args,
                   dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=chunk, num_warps=16))
     return [score, select], [scores]
