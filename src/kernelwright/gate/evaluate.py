@@ -567,9 +567,13 @@ class _TimingConversation:
     iteration at a time, and at each ``done`` decides, with the parent's own randomness
     (``os.urandom``), whether to copy that iteration's outputs out of the shared buffers for a
     check.  The worker waits for the answer, so nothing in it runs while the copy is made, and
-    no call ever sees the inputs of a later iteration.  Out-of-order messages (a forged ``done``,
-    a skipped iteration, a graph or profile spec asked before the loop ended) are recorded in
-    ``violations``."""
+    no call ever sees the inputs of a later iteration.  CUPTI's lists of the traced held calls
+    arrive as one ``sample`` step of phase ``cupti``, between the last held and the first idle
+    iteration (``timing.HeldTracing.end``), and the parent keeps them (``cupti``): the op's reply
+    is only compared with them.  Out-of-order messages (a forged ``done``, a skipped iteration, a
+    graph or profile spec asked before the loop ended, CUPTI lists sent twice or elsewhere) are
+    recorded in ``violations``; CUPTI lists that show the tracer tampered with, in
+    ``tracer_problems``."""
 
     def __init__(self, ctx: "WorkloadContext", t: int, sets, specs: List[Any], with_graph: bool,
                  sample: bool = True, plan: Optional[TimingPlan] = None):
@@ -593,6 +597,9 @@ class _TimingConversation:
         self.samples: Dict[int, Dict[str, Any]] = {}
         self.graph_samples: Dict[int, float] = {}
         self.empty: Dict[str, List[float]] = {}
+        self.cupti: Optional[Dict[str, Any]] = None   # the traced calls' CUPTI lists, as sent
+        self.cupti_after = -1                           # the last timed iteration done before they came
+        self.tracer_problems: List[str] = []
 
     def _copy(self, outputs) -> List[torch.Tensor]:
         copies = [o.clone() for o in outputs]
@@ -654,26 +661,61 @@ class _TimingConversation:
                 self.violations.append(f"done of {phase!r} iteration {i}")
         elif step == "sample" and phase == "empty" and not self.empty:
             self.empty = {k: [float(x) for x in (message.get(k) or [])] for k in ("empty_wall_ms", "empty_held_wall_ms")}
+        elif step == "sample" and phase == "cupti":
+            self._take_cupti(message)
         else:
             self.violations.append(f"unknown step {step!r}")
         return answer
 
-    def _traced_iterations(self, reported: Dict[str, Any], warmup: int) -> List[int]:
+    def _take_cupti(self, message: Dict[str, Any]) -> None:
+        """Keep the traced calls' CUPTI lists (``timing.TRACED_FIELDS``) as the worker sent them:
+        once per op, between two timed iterations (where they came is judged with the
+        iterations' kinds, ``_traced_iterations``)."""
+        if self.cupti is not None or self.served != self.done:
+            self.violations.append("CUPTI lists sent twice" if self.cupti is not None
+                                   else f"CUPTI lists sent inside timed iteration {self.served}")
+            return
+        self.cupti = {k: message.get(k) for k in timing.TRACED_FIELDS}
+        self.cupti_after = self.done
+
+    def _traced_iterations(self, warmup: int) -> List[int]:
         """The timed iterations CUPTI traced, by the parent's own records: every held one past the
-        warm-up (the worker traces them all, ``Harness._traced_loop``), in order; the worker's
-        per-traced-call lists must have one entry each (else a violation)."""
-        held = [i for i in sorted(self.samples) if i >= warmup and self.samples[i].get("kind") == "held"]
-        reported_calls = len(reported.get("kernel_sum_ms") or [])
-        if reported_calls and reported_calls != len(held):
-            self.violations.append(f"CUPTI records for {reported_calls} traced calls, {len(held)} held timed iterations")
+        warm-up (the worker traces them all, ``Harness.op_time``), in order; none without CUPTI
+        lists.  The lists must have come after the last of them and before the first idle
+        iteration, with one entry each (else a violation); their content is judged in
+        ``_check_tracer``."""
+        if self.cupti is None:
             return []
-        return held if reported_calls else []
+        held = [i for i in sorted(self.samples) if i >= warmup and self.samples[i].get("kind") == "held"]
+        idle = [i for i, v in self.samples.items() if v.get("kind") == "eager"]
+        if any(i > self.cupti_after for i in held) or any(i <= self.cupti_after for i in idle):
+            self.violations.append(f"CUPTI lists sent after timed iteration {self.cupti_after}, not between the held "
+                                   "and the idle iterations")
+            return []
+        calls = len(self.cupti.get("kernel_sum_ms") or [])
+        if calls != len(held):
+            self.violations.append(f"CUPTI records for {calls} traced calls, {len(held)} held timed iterations")
+            return []
+        self._check_tracer(held)
+        return held
+
+    def _check_tracer(self, held: List[int]) -> None:
+        """``tracer_problems``: what the worker's record store reported (a list rebound or edited:
+        ``CuptiKernelTracer.take``), a released hold without its record
+        (``guards.missing_hold_records``), Triton launches without a record
+        (``guards.unrecorded_launches``)."""
+        lists = self.cupti or {}
+        released = [self.samples[i].get("outcome") == timing.HOLD_RELEASED for i in held]
+        self.tracer_problems += [str(x) for x in (lists.get("cupti_tampered") or [])]
+        self.tracer_problems += guards.missing_hold_records(released, [bool(x) for x in lists.get("cupti_held") or []])
+        self.tracer_problems += guards.unrecorded_launches(lists.get("launched") or {}, lists.get("kernels") or {})
 
     def headline_samples(self, reported: Dict[str, Any], warmup: int) -> Tuple[Dict[str, Any], List[str]]:
-        """The trial's timing samples built from the parent's own per-iteration records (the
-        device-time policy replayed here: ``timing.HoldPolicy``), over the worker's reply for
-        the fields no iteration reports (CUPTI's records, provenance); and what differs between
-        the two (a solution that edited the worker's lists: GATE_TAMPERED)."""
+        """The trial's timing samples built from the parent's own records: per iteration (the
+        device-time policy replayed here: ``timing.HoldPolicy``) and CUPTI's lists as they were
+        sent (``timing.TRACED_FIELDS``; where none came, those of an op that traced nothing),
+        over the worker's reply for the rest; and what differs between the two (a solution that
+        edited the worker's lists: GATE_TAMPERED)."""
         s = dict(reported)
         kinds = {v.get("kind") for v in self.samples.values()}
         own: Dict[str, Any] = {"latency_ms": [], "latency_iters": [], "eager_latency_ms": [], "eager_iters": [],
@@ -710,7 +752,8 @@ class _TimingConversation:
         own["hold_timeouts"] = policy.timeouts if "held" in kinds else int(reported.get("hold_timeouts") or 0)
         own["min_launches"] = min(launches) if launches else None
         own["graph_latency_ms"] = [self.graph_samples[i] for i in sorted(self.graph_samples)]
-        own["cupti_timed_iters"] = self._traced_iterations(reported, warmup)   # phase_pairs pairs by it
+        own.update(self.cupti if self.cupti is not None else timing.untraced_lists())
+        own["cupti_timed_iters"] = self._traced_iterations(warmup)   # phase_pairs pairs by it
         own.update(self.empty)
         differ = [k for k, v in own.items() if k in reported and not _same_samples(reported.get(k), v)]
         s.update(own)
@@ -1069,8 +1112,10 @@ def _out_of_step(ev: _Judging) -> Optional[Trace]:
 def _trial_samples(ev: _Judging, talk: "_TimingConversation",
                    reply: Dict[str, Any]) -> Tuple[Optional[Trace], Dict[str, Any]]:
     """The trial's samples from the parent's own records (``headline_samples``).  Samples the
-    worker edited are noted as tampering (GATE_TAMPERED when the evaluation ends); an exchange
-    out of step with the parent's (a violation, iterations missing) rejects now (GATE_TAMPERED).
+    worker edited after sending them (its per-iteration samples, CUPTI's lists) are noted as
+    tampering (GATE_TAMPERED when the evaluation ends); an exchange out of step with the
+    parent's (a violation, iterations missing) rejects now (GATE_TAMPERED), and so, with the
+    guards, do CUPTI lists that show the gate's tracer tampered with (``_check_tracer``).
     Returns (a rejection or None, the samples)."""
     s, edited = talk.headline_samples(reply["samples"], ev.cfg.warmup)
     if edited and ev.cfg.guards:
@@ -1081,6 +1126,9 @@ def _trial_samples(ev: _Judging, talk: "_TimingConversation",
         return ev.reject(guards.GATE_TAMPERED,
                          "the worker's timing exchange is out of step with the parent's: "
                          f"{(talk.violations or [f'{talk.done + 1} of {len(specs)} iterations reported'])[:3]}"), s
+    if talk.tracer_problems and ev.cfg.guards:
+        return ev.reject(guards.GATE_TAMPERED, f"CUPTI's records of the traced calls are not the gate's tracer's: "
+                                               f"{talk.tracer_problems[:3]}"), s
     return None, s
 
 
@@ -1262,8 +1310,10 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
     ``unjoined_small``) shows timed calls faster than the kernels they ran, trial by trial
     (``ClockTrials.phase_mismatch``);
     then, as a backstop, every later trial's median against the smaller of trial 0's and trial
-    0's traced kernel time (CUDA, ``guards.trial_phase_verdict``).  GPU only in effect: on CPU the
-    interpreter's per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
+    0's traced kernel time (CUDA, ``guards.trial_phase_verdict``); and an eager headline, timed
+    by the untraced idle calls, trial by trial against the kernel time of the same trial's traced
+    calls (CUDA, ``guards.eager_kernel_verdict``).  GPU only in effect: on CPU the interpreter's
+    per-launch cost swamps the compute (docs/gate.md, section 3, item 6)."""
     if not ev.cfg.guards:
         return None
     reason, message = ev.clocks.phase_mismatch()
@@ -1272,6 +1322,11 @@ def _check_phases(ev: _Judging) -> Optional[Trace]:
     window = ev.clocks.window(0)
     if ev.ctx.device.type == "cuda" and window:
         reason, message = guards.trial_phase_verdict(ev.headline.per_trial_ms, *window)
+        if reason is not None:
+            return ev.reject(reason, message)
+    if ev.ctx.device.type == "cuda" and ev.headline.clock == "eager":
+        per_trial = ev.headline.per_trial_ms
+        reason, message = guards.eager_kernel_verdict(per_trial, [ev.clocks.window(t) for t in range(len(per_trial))])
         if reason is not None:
             return ev.reject(reason, message)
     return None

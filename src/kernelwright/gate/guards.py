@@ -662,6 +662,65 @@ def trial_phase_verdict(per_trial_ms, kernel_sum_ms: float, kernel_span_ms: floa
                             f"trial 0 and the traced calls' kernel time")
 
 
+EAGER_KERNEL_MIN_RATIO = 0.8
+"""PHASE_MISMATCH on an eager headline (``eager_kernel_verdict``): a trial's eager median (its idle
+calls, which CUPTI does not trace) may fall to this fraction of the kernel time the same trial's
+traced held calls ran, min(sum, span).  An honest call's events wait for every kernel it joins, so
+its eager latency covers that kernel time plus its host launch path; it reads a little below only
+where CUPTI's cost on the traced kernels and the two halves' different draws weigh more than the
+launch path (honest MoE at 1.9 ms on the H200: 0.96).  Below it, the idle calls' events missed
+work the traced calls show (case ``eager_refused_idle_unjoined``: device time refused on purpose
+by a copy, the work moved onto a private stream never joined back in the idle calls)."""
+
+
+def eager_kernel_verdict(eager_ms, windows, threshold: float = EAGER_KERNEL_MIN_RATIO):
+    """(PHASE_MISMATCH or None, message): each trial's eager median ``eager_ms[t]`` (ms) against its
+    own traced calls' kernel time ``windows[t]`` = (median kernel sum, median span) in ms, or None
+    where the trial traced nothing (not judged).  For an eager headline: the idle calls that time
+    it are not traced, so this bound is what ties them to the kernels the solution runs."""
+    for t, (ms, window) in enumerate(zip(eager_ms, windows)):
+        work = min(window) if window else 0.0
+        if work > 0 and ms < threshold * work:
+            return PHASE_MISMATCH, (f"trial {t}: the eager latency {ms:.4f} ms is {ms / work:.2f}x the {work:.4f} ms "
+                                    "of kernels its traced calls ran: the idle calls' events missed work "
+                                    "(a private stream never joined back?)")
+    return None, ""
+
+
+# -- CUPTI's records of the traced calls (GATE_TAMPERED when they are not what the gate's tracer saw) --
+UNRECORDED_LAUNCHES_ALLOWED = 0
+"""GATE_TAMPERED (``unrecorded_launches``): how many of the Triton launches the worker's launch
+counter saw inside the traced held calls (``LaunchCounter``: the JIT launcher, non-empty grids,
+and replays of a graph they were captured into) may have no CUPTI kernel record of their name in
+those calls.  Every such launch runs a kernel CUPTI records, so none: a missing record means CUPTI
+was switched off around it (case ``cupti_disable_unjoined``) or its records were dropped."""
+
+
+def unrecorded_launches(launched: Mapping[str, int], kernels: Mapping[str, List[float]],
+                        allowed: int = UNRECORDED_LAUNCHES_ALLOWED) -> List[str]:
+    """One message (or none) naming the kernels launched in the traced calls (``launched``: {name:
+    launches}) with fewer CUPTI records there (``kernels``: {name: [count, total_us]}) than launches,
+    beyond ``allowed`` in all."""
+    missing = {name: int(n) - int((kernels.get(name) or [0])[0]) for name, n in launched.items()}
+    missing = {name: n for name, n in missing.items() if n > 0}
+    if sum(missing.values()) <= allowed:
+        return []
+    return [f"{sum(missing.values())} Triton launch(es) of the traced calls have no CUPTI record: "
+            f"{sorted(missing.items())[:4]} (CUPTI switched off around them?)"]
+
+
+def missing_hold_records(released: List[bool], held: List[bool]) -> List[str]:
+    """One message (or none) when a traced call whose hold the host released (``released``, the
+    parent's own record of the iteration) has no record of the gate's hold kernel (``held``: the
+    worker's ``cupti_held``, call by call).  The hold is the gate's own kernel, launched with
+    CUPTI on; without its record the tracer lost the call's records (switched off for good, its
+    buffer callback replaced)."""
+    if len(held) != len(released):
+        return [f"CUPTI's hold records for {len(held)} traced calls, {len(released)} were held"]
+    lost = [j for j, (r, h) in enumerate(zip(released, held)) if r and not h]
+    return [f"traced call(s) {lost[:6]} have no record of the gate's hold kernel"] if lost else []
+
+
 # -- protected files -------------------------------------------------------------------------
 _PRECOMPILED: List[str] = []
 

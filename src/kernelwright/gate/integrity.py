@@ -165,7 +165,7 @@ def capture(harness: Any = None) -> Snapshot:
     extra: Dict[str, Any] = {}
     if harness is not None:
         for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step",
-                     "hold", "stream_pin"):
+                     "hold", "stream_pin", "tracer"):
             if hasattr(harness, attr):
                 extra[f"harness.{attr}"] = (lambda a=attr: getattr(harness, a, None), getattr(harness, attr))
         flusher = getattr(harness, "flusher", None)
@@ -179,20 +179,25 @@ def capture(harness: Any = None) -> Snapshot:
                            ("harness.launches", getattr(harness, "launches", None)),
                            ("harness._conn", getattr(harness, "_conn", None)),
                            ("harness.hold", getattr(harness, "hold", None)),
-                           ("harness.stream_pin", getattr(harness, "stream_pin", None))):
+                           ("harness.stream_pin", getattr(harness, "stream_pin", None)),
+                           ("harness.tracer", getattr(harness, "tracer", None))):
             if obj is not None and hasattr(obj, "__dict__"):
                 snap.instances[label] = (obj, frozenset(vars(obj)))
-        # the clock's own objects hold nothing the solution may rebind (only the hold's epoch moves)
-        for label in ("harness.hold", "harness.stream_pin"):
+        # the clocks' own objects hold nothing the solution may rebind (only their moving flags
+        # move): the hold, the stream pin, the CUPTI tracer (its record lists: case tracer_drop_records)
+        for label, moving in _MOVING_ATTRIBUTES.items():
             obj = getattr(harness, label.split(".")[1], None)
             if obj is not None and hasattr(obj, "__dict__"):
                 for name, value in vars(obj).items():
-                    if name not in _MOVING_ATTRIBUTES:
+                    if name not in moving:
                         snap.extra[f"{label}.{name}"] = (lambda o=obj, n=name: getattr(o, n, None), value)
     return snap
 
 
-_MOVING_ATTRIBUTES = frozenset({"epoch"})   # StreamHold.begin counts its holds
+# what the gate itself changes on the clocks' objects: StreamHold.begin counts its holds; the CUPTI
+# tracer's begin/end/self-test set whether it is registered and which record kinds it traces
+_MOVING_ATTRIBUTES = {"harness.hold": frozenset({"epoch"}), "harness.stream_pin": frozenset(),
+                      "harness.tracer": frozenset({"_registered", "traces_copies", "traces_memsets"})}
 
 
 def watch(snap: "Snapshot", obj: Any, attr: str, label: Optional[str] = None) -> None:

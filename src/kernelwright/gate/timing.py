@@ -28,7 +28,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -578,8 +578,9 @@ def device_clock_label(clock: str, hold_kind: Optional[str] = None) -> str:
             "(host launch included); cold L2, fresh inputs per iteration, median/trial, mean over trials")
 
 
-@dataclass
-class KernelActivity:
+class KernelActivity(NamedTuple):
+    """One kernel seen by CUPTI (immutable: a record the solution reaches cannot be edited in place)."""
+
     name: str
     start_ns: int
     end_ns: int
@@ -590,11 +591,11 @@ class KernelActivity:
         return (self.end_ns - self.start_ns) / 1e3
 
 
-@dataclass
-class CopyActivity:
+class CopyActivity(NamedTuple):
     """One memory copy or memset seen by CUPTI: ``device_to_host`` when its copy kind is DTOH.
     A copy engine needs no SM, so the blocking kernel does not keep it from running a copy from a
-    stream that does not wait for the held one (red-team case ``host_compute_held``)."""
+    stream that does not wait for the held one (red-team case ``host_compute_held``).  Immutable,
+    like ``KernelActivity``."""
 
     device_to_host: bool
     bytes: int
@@ -625,11 +626,15 @@ class CuptiKernelTracer:
     +3 to +15 µs by events (``scripts/launch_overhead.py``, ``scripts/gate_loop_probe.py``).  The
     gate's headline clock runs in the same worker, so ``end()`` detaches CUPTI again
     (``cuptiFinalize``) when a self-test on first use shows that it can be attached again
-    afterwards; otherwise it stays attached and ``detaches`` is False."""
+    afterwards; otherwise it stays attached and ``detaches`` is False.
+
+    The worker makes its tracer before any solution code runs (``Harness.tracer``, watched by the
+    integrity snapshot: rebinding any attribute but the three flags ``begin``/``end`` move is
+    GATE_TAMPERED); the records go into lists only the buffer callback fills (``_record_store``),
+    read by ``take``, which reports a list rebound or edited in place."""
 
     def __init__(self) -> None:
-        self._records: List[KernelActivity] = []
-        self._copies: List[CopyActivity] = []
+        (self._records, self._copies), self._add, self._take = _record_store()
         self.traces_copies = False      # MEMCPY records are collected too (device-to-host copies)
         self.traces_memsets = False     # and MEMSET records
         self._ok = False
@@ -657,29 +662,32 @@ class CuptiKernelTracer:
         def requested():
             return 8 * 1024 * 1024, 0
 
+        kernel = self._cupti.ActivityKind.CONCURRENT_KERNEL
         memcpy = getattr(self._cupti.ActivityKind, "MEMCPY", None)
         memset = getattr(self._cupti.ActivityKind, "MEMSET", None)
+        add = self._add   # bound now: the callback never looks the tracer's lists up again
 
         def completed(activities):
             for a in activities:
                 kind = getattr(a, "kind", None)
-                if kind == self._cupti.ActivityKind.CONCURRENT_KERNEL:
-                    self._records.append(KernelActivity(str(a.name), int(a.start), int(a.end),
-                                                        int(getattr(a, "stream_id", 0))))
+                if kind == kernel:
+                    add(0, KernelActivity(str(a.name), int(a.start), int(a.end), int(getattr(a, "stream_id", 0))))
                 elif memcpy is not None and kind == memcpy:
                     copy_kind = int(getattr(a, "copy_kind", getattr(a, "copyKind", -1)))
-                    self._copies.append(CopyActivity(copy_kind == _CUPTI_DTOH, int(getattr(a, "bytes", 0)),
-                                                     int(getattr(a, "start", 0)), int(getattr(a, "end", 0))))
+                    add(1, CopyActivity(copy_kind == _CUPTI_DTOH, int(getattr(a, "bytes", 0)),
+                                        int(getattr(a, "start", 0)), int(getattr(a, "end", 0))))
                 elif memset is not None and kind == memset:
-                    self._copies.append(CopyActivity(False, int(getattr(a, "bytes", 0)), int(getattr(a, "start", 0)),
-                                                     int(getattr(a, "end", 0)), memset=True))
+                    add(1, CopyActivity(False, int(getattr(a, "bytes", 0)), int(getattr(a, "start", 0)),
+                                        int(getattr(a, "end", 0)), memset=True))
 
         self._cupti.activity_register_callbacks(requested, completed)
         self._registered = True
 
     def _detach_works(self) -> bool:
         """Trace one tiny kernel, detach, attach again and trace another: True when both
-        windows saw their kernel (so detaching after each window loses nothing)."""
+        windows saw their kernel (so detaching after each window loses nothing); the tracer is
+        then left detached (the first ``begin`` attaches it), so a worker whose gate never traces
+        pays nothing for it."""
         try:
             x = torch.zeros(1, device="cuda")
             seen = []
@@ -694,8 +702,10 @@ class CuptiKernelTracer:
                 seen.append(len(self.drain()))
                 self._cupti.finalize()
                 self._registered = False
+            if all(n >= 1 for n in seen):
+                return True
             self._register()
-            return all(n >= 1 for n in seen)
+            return False
         except Exception:
             try:
                 self._register()
@@ -741,15 +751,56 @@ class CuptiKernelTracer:
     def timestamp(self) -> int:
         return int(self._cupti.get_timestamp())
 
+    def take(self) -> Tuple[List[KernelActivity], List[CopyActivity], List[str]]:
+        """Every kernel record and every copy/memset record collected so far (and forget them),
+        with what the record store found wrong with its lists (``_record_store``: a list
+        rebound on the tracer, or edited in place): the gate's reading (``HeldTracing``)."""
+        kernels, kernels_problem = self._take(0, self._records)
+        copies, copies_problem = self._take(1, self._copies)
+        return kernels, copies, [p for p in (kernels_problem, copies_problem) if p]
+
     def drain(self) -> List[KernelActivity]:
-        """Every kernel record collected so far (and forget them)."""
-        found, self._records = self._records, []
-        return found
+        """Every kernel record collected so far (and forget them); the self-test's, the GPU
+        tests' and the experiments' reading (the gate reads through ``take``)."""
+        return self._take(0, self._records)[0]
 
     def drain_copies(self) -> List[CopyActivity]:
-        """Every memory-copy record collected so far (and forget them)."""
-        found, self._copies = self._copies, []
-        return found
+        """Every copy/memset record collected so far (and forget them); as ``drain``."""
+        return self._take(1, self._copies)[0]
+
+
+def _record_store():
+    """The CUPTI tracer's two record lists (kernels; copies and memsets) and the two functions
+    over them: ``add(which, record)``, which the buffer callback calls (bound when it is
+    registered), and ``take(which, seen)``, which returns that list's records and empties it in
+    place.  The lists are made once and never rebound, so ``take`` can tell (its message, else
+    None) when ``seen`` (the tracer's attribute read now) is no longer the list it fills
+    (rebound, e.g. to a list subclass whose ``append`` drops records: case
+    ``tracer_drop_records``) or when the list holds another number of records than were
+    delivered into it (records taken out or put in after a flush the solution forced); the
+    records themselves are immutable.  The counts live in this closure.  Returns ((kernel
+    records, copy records), add, take)."""
+    kept: Tuple[List[KernelActivity], List[CopyActivity]] = ([], [])
+    delivered = [0, 0]
+    names = ("kernel", "copy")
+
+    def add(which: int, record) -> None:
+        kept[which].append(record)
+        delivered[which] += 1
+
+    def take(which: int, seen) -> Tuple[list, Optional[str]]:
+        held, n = kept[which], delivered[which]
+        problem = None
+        if seen is not held or type(seen) is not list:
+            problem = f"the CUPTI tracer's {names[which]} records were replaced by a {type(seen).__name__}"
+        elif len(held) != n:
+            problem = f"the CUPTI tracer's {names[which]} records were edited: {len(held)} held, {n} delivered"
+        found = list(held)
+        del held[:]
+        delivered[which] = 0
+        return found, problem
+
+    return kept, add, take
 
 
 _TRACER: Optional[CuptiKernelTracer] = None
@@ -769,42 +820,53 @@ class HeldTracing:
     no call can tell a traced call from a timed one (docs/gate.md, "The clocks").
 
     ``begin()`` (before each traced call: attaches on the first) returns the CUPTI timestamp that
-    opens the call's window; ``note(t0, outcome)`` closes it after the call's device synchronise;
-    ``end(out)`` flushes and detaches (before the op's first idle call and after the loop) and
-    fills ``out``'s per-traced-call lists, one entry per noted call in order: ``kernel_sum_ms``,
-    ``kernel_span_ms`` (ms, the hold excluded), ``cupti_d2h_bytes``, ``cupti_held``,
-    ``cupti_hold_records``, ``cupti_prerelease``, ``cupti_prerelease_copies``,
-    ``cupti_prerelease_lead_us``, and the op's ``kernels``, ``kernel_durations`` and ``launched``
-    (the Triton kernels the solution launched while traced: provenance by launch).  The
-    garbage collector is off from the flush to the last list (no finalizer runs in between).
-    ``threads_started``: the native threads that attaching CUPTI started (counted around the
-    attach with ``count_threads``, no solution code in between), the gate's, not the solution's."""
+    opens the call's window; ``note(t0, outcome)`` closes it after the call's device synchronise
+    and adds the Triton kernels the solution launched in the call (``launches``: the worker's
+    launch counter, read around each traced call, so nothing launched between the calls counts);
+    ``end(out)`` flushes and detaches (before the op's first idle call and after the loop), reads
+    the records (``traced_lists``: one entry per noted call, in order, of every per-call list of
+    ``TRACED_FIELDS``, and the op's ``kernels``, ``kernel_durations`` and ``launched``, with what
+    the record store found tampered in ``cupti_tampered``), hands them to ``report`` (the worker
+    sends them to the parent at once) and only then copies them into ``out``.  The garbage
+    collector is off from the flush to the report, so no solution code runs between the records
+    and the parent's copy of them (case ``forge_traced_lists`` edited the lists in ``out``
+    before the op's reply carried them).  ``threads_started``: the native threads that
+    attaching CUPTI started (counted around the attach with ``count_threads``, no solution code
+    in between), the gate's, not the solution's."""
 
     def __init__(self, tracer: "CuptiKernelTracer", launches, gc_switch: Tuple[Callable[[], None], Callable[[], None]],
-                 count_threads: Callable[[], int] = lambda: 0):
+                 count_threads: Callable[[], int] = lambda: 0,
+                 report: Callable[[Dict[str, Any]], None] = lambda lists: None):
         self.tracer, self.launches = tracer, launches
         self.gc_disable, self.gc_enable = gc_switch
         self.count_threads = count_threads
+        self.report = report
         self.threads_started = 0
         self.windows: List[Tuple[int, int, bool]] = []   # (CUPTI ns at begin, at note, released)
         self.calls = 0
         self.active = False
+        self.launched: Dict[str, int] = {}               # Triton launches inside the traced calls
         self.launched_before: Dict[str, List[float]] = {}
+        self.problems: List[str] = []                    # what the record store found tampered
 
     def begin(self) -> int:
         if not self.active:
-            self.tracer.drain()
-            self.tracer.drain_copies()
-            self.launched_before = self.launches.by_name
+            self.problems += self.tracer.take()[2]       # records from before the op are dropped
             before = self.count_threads()
             self.tracer.begin()
             self.threads_started = max(self.threads_started, self.count_threads() - before)
             self.active = True
+        self.launched_before = self.launches.by_name
         return self.tracer.timestamp()
 
     def note(self, t0: int, outcome: str) -> None:
         self.windows.append((t0, self.tracer.timestamp(), outcome == HOLD_RELEASED))
         self.calls += 1
+        before = self.launched_before
+        for name, v in self.launches.by_name.items():
+            n = int(v[0]) - int(before.get(name, [0])[0])
+            if n > 0:
+                self.launched[name] = self.launched.get(name, 0) + n
 
     def end(self, out: "TimingSamples") -> None:
         if not self.active:
@@ -813,16 +875,26 @@ class HeldTracing:
         try:
             self.active = False
             self.tracer.end()
-            before = self.launched_before
-            launched = {name: int(v[0] - before.get(name, [0])[0])
-                        for name, v in self.launches.by_name.items() if v[0] > before.get(name, [0])[0]}
-            out.launched = {**(out.launched or {}), **launched}
-            out.cupti_copies_traced = self.tracer.traces_copies
-            read_traced_calls(out, self.windows, self.tracer.drain(), self.tracer.drain_copies(),
-                              self.tracer.traces_copies)
+            kernels, copies, problems = self.tracer.take()
+            traces_copies = bool(self.tracer.traces_copies)
+            lists = traced_lists(self.windows, kernels, copies, traces_copies)
+            lists.update(launched=dict(self.launched), cupti_copies_traced=traces_copies,
+                         cupti_tampered=self.problems + problems)
+            self.report(lists)          # to the parent before any solution code runs again
+            for name, value in lists.items():
+                setattr(out, name, value)
             self.windows = []
         finally:
             self.gc_enable()
+
+
+def traced_lists(windows: List[Tuple[int, int, bool]], records: List[KernelActivity], copies: List[CopyActivity],
+                 traces_copies: bool) -> Dict[str, Any]:
+    """The traced calls' CUPTI lists (``read_traced_calls`` into fresh lists, so nothing written
+    into the op's samples before counts), by field of ``TRACED_FIELDS``."""
+    fresh = TimingSamples()
+    read_traced_calls(fresh, windows, records, copies, traces_copies)
+    return {name: getattr(fresh, name) for name in TRACED_FIELDS}
 
 
 def read_traced_calls(out: "TimingSamples", windows: List[Tuple[int, int, bool]], records: List[KernelActivity],
@@ -890,9 +962,25 @@ class TimingSamples:
     cupti_prerelease: List[int] = field(default_factory=list)     # per held traced call: kernels started before the release
     cupti_prerelease_copies: List[int] = field(default_factory=list)  # per held traced call: copies, memsets started before it
     cupti_prerelease_lead_us: List[float] = field(default_factory=list)  # per held traced call: hold end - first kernel start, µs
+    cupti_tampered: List[str] = field(default_factory=list)      # what the tracer's record store found tampered
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
     host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}
     min_launches: Optional[int] = None   # CPU: fewest Triton launches in one timed call (None: not counted)
+
+
+# what CUPTI's reading of the traced calls fills (``HeldTracing.end``), which the worker sends to the
+# parent as soon as it is read; the parent keeps its own copy (evaluate._TimingConversation)
+TRACED_FIELDS = ("kernel_sum_ms", "kernel_span_ms", "kernels", "kernel_durations", "launched", "cupti_d2h_bytes",
+                 "cupti_copies_traced", "cupti_held", "cupti_hold_records", "cupti_prerelease",
+                 "cupti_prerelease_copies", "cupti_prerelease_lead_us", "cupti_tampered")
+# ... of which the profiled call fills these two too (``Harness._profile_kernels``, where CUPTI traced nothing)
+PROFILED_FIELDS = ("kernels", "kernel_durations")
+
+
+def untraced_lists() -> Dict[str, Any]:
+    """``TRACED_FIELDS`` as an op that traced nothing leaves them (``PROFILED_FIELDS`` aside)."""
+    empty = TimingSamples()
+    return {name: getattr(empty, name) for name in TRACED_FIELDS if name not in PROFILED_FIELDS}
 
 
 def median(values: List[float]) -> Optional[float]:

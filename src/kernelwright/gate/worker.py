@@ -134,8 +134,10 @@ class LaunchCounter:
     """Counts the Triton kernels the solution launches, by name: on CPU the interpreter's
     launches (``InterpretedFunction.run``: the CPU launch rule and the provenance ablation), on
     CUDA the JIT launcher's (``JITFunction.run``: which kernels the solution itself launched,
-    correlated with CUPTI's names for provenance).  Installed at the harness's start, before the
-    integrity snapshot (which then watches the wrapper) and for every language.
+    correlated with CUPTI's names for provenance, and against CUPTI's records of the traced calls:
+    ``guards.unrecorded_launches``).  On CUDA a launch that runs nothing (an empty grid, which
+    Triton's launcher skips; no kernel returned) is not counted.  Installed at the harness's start,
+    before the integrity snapshot (which then watches the wrapper) and for every language.
 
     The counts live in the wrapper's closure, not in attributes a solution could set (a plain
     ``counter.total`` or ``inside`` attribute would be one write away), and whether a
@@ -228,8 +230,13 @@ class LaunchCounter:
             if state["ablate"]:
                 state["total"] += 1
                 return None if ablation is None else original(fn_self, *args, **kwargs)
+            grids: List[Any] = []
+            if not interpreter and callable(kwargs.get("grid")):
+                kwargs["grid"] = _recording_grid(kwargs["grid"], grids)
             t0 = clock()
             result = original(fn_self, *args, **kwargs)
+            if not interpreter and (result is None or not _grid_launches(grids[-1] if grids else kwargs.get("grid"))):
+                return result    # nothing launched: no kernel ran, so none is counted (HeldTracing)
             # the launched kernel's own name where the launcher returns it (CompiledKernel.name)
             name = getattr(result, "name", None) if not interpreter else None
             name = prefix + (name if isinstance(name, str) else getattr(fn_self, "__name__", "?"))
@@ -327,6 +334,30 @@ class LaunchCounter:
 
         cls.capture_begin, cls.capture_end, cls.replay, cls.reset = capture_begin, capture_end, counted_replay, counted_reset
         return note_captured
+
+
+def _recording_grid(grid: Callable[[Any], Any], into: List[Any]) -> Callable[[Any], Any]:
+    """``grid`` (a Triton launch's grid function of its meta-parameters) that also keeps each grid
+    it returns in ``into``: the grid Triton's launcher then uses, without evaluating it twice."""
+
+    def recorded(meta):
+        value = grid(meta)
+        into.append(value)
+        return value
+
+    return recorded
+
+
+def _grid_launches(grid: Any) -> bool:
+    """Whether Triton's launcher runs a kernel for ``grid`` (a tuple of up to three sizes): its C
+    launcher skips a grid whose size product is not positive (``gridX * gridY * gridZ > 0``), and
+    CUPTI then records nothing.  A grid it cannot read counts as launched."""
+    try:
+        dims = [int(g) for g in tuple(grid)[:3]]
+    except Exception:
+        return True
+    dims += [1] * (3 - len(dims))
+    return dims[0] * dims[1] * dims[2] > 0
 
 
 def _graph_executable(graph) -> Any:
@@ -462,6 +493,9 @@ class Harness:
         # the device-time clock's blocking kernel, built before any solution code runs (None off
         # CUDA or without cuda-python: the headline is then the eager latency, labelled so)
         self.hold = T.StreamHold.create(self.device) if self.device.type == "cuda" else None
+        # the CUPTI tracer of the held timed calls, made (and left detached) before any solution
+        # code runs, so the integrity snapshot watches it from the start (HeldTracing)
+        self.tracer = T.cupti_tracer() if self.device.type == "cuda" else None
         # every language: a python-language solution is held to the CPU launch rule too
         self.launches = LaunchCounter()
         interpreted = self.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
@@ -1148,17 +1182,24 @@ class Harness:
 
     def _held_tracing(self, msg, cuda: bool, out: T.TimingSamples) -> "Optional[T.HeldTracing]":
         """CUPTI over this op's held timed calls (``msg["trace_held"]``, CUDA with a hold), or None
-        (``out.cupti_error`` says why when tracing was asked for)."""
+        (``out.cupti_error`` says why when tracing was asked for).  Its lists go to the parent as
+        one ``sample`` step of phase ``cupti`` the moment they are read (``HeldTracing.end``),
+        before the op's idle calls run any solution code."""
         if not (cuda and msg.get("trace_held")):
             return None
         if self.hold is None:
             out.cupti_error = "no stream hold: nothing is traced"
             return None
-        tracer = self._gate_action(T.cupti_tracer)
-        if not tracer.available():
+        tracer = self.tracer
+        if tracer is None or not tracer.available():
             out.cupti_error = "cupti not available"
             return None
-        return T.HeldTracing(tracer, self.launches, (_GC_DISABLE, _GC_ENABLE), guards.native_thread_count)
+        step = self._step     # bound now, before this op runs any solution code
+
+        def report(lists: Dict[str, Any]) -> None:
+            step({"step": "sample", "phase": "cupti", "i": 0, **lists})
+
+        return T.HeldTracing(tracer, self.launches, (_GC_DISABLE, _GC_ENABLE), guards.native_thread_count, report)
 
     def _profile_kernels(self, builtin, workload, msg, out: T.TimingSamples) -> None:
         """What one call ran.  CUDA (when CUPTI's Python bindings are missing): kernel names from

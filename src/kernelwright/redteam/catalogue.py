@@ -334,25 +334,30 @@ CASES: List[Case] = [
          PASS, "H8", needs_cuda=True, min_latency_ms=0.18,
          why="CUPTI is attached for every held timed call, so the device time is the honest 200 µs; the "
              "unjoined work lands in the untraced eager calls only (their column, not the headline)"),
-    # every held call is traced, but CUPTI runs in the solution's process: open holes
+    # every held call is traced, but CUPTI runs in the solution's process (docs/gate.md section 3, item 15)
     Case("cupti_disable_unjoined", "switches CUPTI's kernel activity off around 40 µs of unjoined private-stream work",
-         "demo", PASS, "H8", needs_cuda=True,
-         why="HOLE (docs/gate.md section 3 item 15): cupti.activity_disable/enable(CONCURRENT_KERNEL) inside the "
-             "traced held call drops the private kernel's record, so PHASE_MISMATCH and the span check see only the "
-             "1.5 µs pad; the 40 µs stay under the held wall-clock slack (2x + 50 µs): PASS at ~4 µs today"),
+         "demo", _r(guards.GATE_TAMPERED, guards.PHASE_MISMATCH), "H8", needs_cuda=True,
+         why="the launch counter saw _rmsnorm_after_spin launched in every traced call and CUPTI recorded none "
+             "(guards.unrecorded_launches: GATE_TAMPERED); were the kernel recorded after all, its 40 µs against "
+             "~4 µs of events is PHASE_MISMATCH.  Not yet run on CUDA"),
     Case("forge_traced_lists", "host compute while held, then zeroes the op's CUPTI copy lists through op_time's frame "
-         "in the first idle call", "demo", PASS, "H9 H12", needs_cuda=True,
-         why="HOLE: CUPTI's per-call lists reach the parent only with the op's reply, after the idle calls ran; "
-             "the parent checks their length, not their content: device time of the touch kernel (~2-3 µs) today"),
+         "in the first idle call", "demo", _r(guards.GATE_TAMPERED), "H9 H12", needs_cuda=True,
+         why="CUPTI's lists go to the parent from HeldTracing.end, before any idle call: the parent judges its own "
+             "copy (the copies refuse device time) and the reply's zeroed lists differ from it (timing samples "
+             "edited: GATE_TAMPERED).  Not yet run on CUDA"),
     Case("tracer_drop_records", "host compute while held, the CUPTI tracer's copy-record list rebound to one "
-         "that drops every append", "demo", PASS, "H9 H12", needs_cuda=True,
-         why="HOLE: the integrity snapshot watches CuptiKernelTracer's methods, not the instance's lists, into "
-             "which CUPTI's buffer callback appends at the flush: no copy is seen, device time ~2-3 µs today"),
+         "that drops every append", "demo", _r(guards.GATE_TAMPERED), "H9 H12", needs_cuda=True,
+         why="the worker's tracer is made before the import and watched by the integrity snapshot: the rebound "
+             "_copies stops the timed loop after the iteration (GATE_TAMPERED); the buffer callback fills the "
+             "record store's own list anyway, and take() reports the swap.  Not yet run on CUDA"),
     Case("eager_refused_idle_unjoined", "refuses device time on purpose (a D2H copy while held), then runs its "
          "40 µs unjoined in the untraced idle calls that time the eager headline", "demo", PASS, "H8", needs_cuda=True,
-         why="HOLE (section 3 items 8 + 16): once device time is refused the headline is the idle calls' eager "
-             "latency, judged by the wall-clock slack (2x + 50 µs) alone; the traced held calls stay honest, so "
-             "PHASE_MISMATCH pairs read ~1: PASS at ~the host launch cost today"),
+         min_latency_ms=0.032,
+         why="HOLE, narrowed (section 3 item 16): an eager headline below 0.8x its trial's traced kernel time is "
+             "PHASE_MISMATCH (guards.eager_kernel_verdict), so it cannot read under 0.032 ms here; the 40 µs hide "
+             "inside the idle calls' own host launch path (~80-130 µs in the gate's worker on the H200), which the "
+             "events time anyway: PASS with the launch path, ~the kernel's tail (launch + 40 µs - host path) "
+             "below the honest eager latency.  Not yet run on CUDA"),
     Case("host_compute_held", "computes on the host while the stream is held (copy engines)", "demo", PASS, "H9",
          needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI sees the device-to-host copy: the headline is the eager latency, host work included"),

@@ -8,12 +8,15 @@ later kernels (the hold of the next call) are recorded as usual.  The same works
 on ``libcupti.so`` (``cuptiActivityDisable`` / ``cuptiActivityEnable``), which no Python-level
 watch sees at all.
 
-What the gate then reads: each traced call's CUPTI records hold the hold kernel and the ~1.5 µs
-``_pad`` kernel on the harness's stream only, so PHASE_MISMATCH pairs ~4 µs of events with ~1.5 µs
-of kernel time (ratio > 1), the CUPTI span check sees 1.5 µs, and provenance sees an own kernel.
-The 40 µs of unjoined work is left to the held wall-clock bound (release -> synchronised, less an
-empty held measurement, at most 2 x device time + 50 µs), which it stays under; the Triton launch
-counter saw ``_rmsnorm_after_spin`` launched, but nobody compares launches with records.
+What CUPTI then records: each traced call's hold kernel and the ~1.5 µs ``_pad`` kernel on the
+harness's stream only, so PHASE_MISMATCH pairs ~4 µs of events with ~1.5 µs of kernel time
+(ratio > 1), the CUPTI span check sees 1.5 µs, and the 40 µs of unjoined work stay under the held
+wall-clock bound (release -> synchronised, less an empty held measurement, at most 2 x device time
++ 50 µs).  But the worker's launch counter saw ``_rmsnorm_after_spin`` launched through Triton's
+JIT launcher in every traced call, and the parent compares the launches inside the traced calls
+with CUPTI's records of them (``guards.unrecorded_launches``): none recorded, GATE_TAMPERED.
+(Work launched outside the JIT launcher while CUPTI is off, e.g. torch ops, is not counted and
+stays unseen: docs/gate.md, section 3, item 15.)
 
 Both kernels take their spin as a runtime argument and run (a 16 ns spin: the same Triton
 specialisation, divisible by 16) in every untraced call, so they are compiled and loaded before the first traced call (a first launch behind the hold would
@@ -21,8 +24,6 @@ time it out).  The trace tells whether CUPTI was attached (not the harness's fra
 ``kernelwright.gate.timing._TRACER`` and the op's ``HeldTracing`` (``traced.active``, read through
 the frame of ``op_time``, which the gate cannot hide).  Idle calls, correctness calls and the
 graph capture run the honest kernel.
-Expected today: PASS with ~4 µs of device time (HOLE).  Fixed: UNMEASURED_WORK or PHASE_MISMATCH,
-or a device time >= 0.04 ms.
 """
 
 import sys

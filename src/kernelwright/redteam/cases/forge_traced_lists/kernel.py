@@ -4,23 +4,19 @@ every held call, and an honest kernel in the idle calls -- plus an edit of what 
 
 CUPTI's per-traced-call lists (``cupti_d2h_bytes``, ``cupti_prerelease_copies``, ``kernel_sum_ms``,
 ``kernel_span_ms``, ``kernels``, ``kernel_durations``, ``launched``...) are written into the op's
-``TimingSamples`` by ``HeldTracing.end(out)`` before the op's first idle call and reach the parent
-only with the op's reply (``out.__dict__``), after every idle call and the graph phase have run
-solution code.  The parent has no copy of its own: ``_TimingConversation.headline_samples``
-rebuilds the per-iteration samples from what it received iteration by iteration, but takes the
-CUPTI lists from the reply, checking only that ``kernel_sum_ms`` has one entry per held timed
-iteration.  So in every idle call the solution finds ``out`` in the frame of ``op_time`` (reading
-a frame's locals and mutating the objects they name works on any Python) and zeroes the entries
-that would refuse device time: the device-to-host bytes and the copies started before the release.
+``TimingSamples`` by ``HeldTracing.end(out)`` before the op's first idle call.  Until 2026-12 they
+reached the parent only with the op's reply (``out.__dict__``), after every idle call and the
+graph phase had run solution code, and the parent took them from the reply.  So in every idle
+call the solution finds ``out`` in the frame of ``op_time`` (reading a frame's locals and mutating
+the objects they name works on any Python) and zeroes the entries that would refuse device time:
+the device-to-host bytes and the copies started before the release.  Device time of the touch
+kernel (~2-3 µs) with the host work hidden, or, with the same edit of ``kernel_sum_ms`` /
+``kernel_span_ms`` / ``kernels``, an unjoined private kernel (``unjoined_small``) gone too.
 
-What the gate then reads: device time of the touch kernel (~2-3 µs), copies "checked" by CUPTI
-and none seen, PHASE_MISMATCH on the touch kernel (ratio ~1), provenance on an own kernel.  The
-host work runs in the held calls' host path (``notes.clock.host_path_us`` shows it; nothing judges
-it), bounded only by the hold's 50 ms time limit.  The graph capture is refused (a note).
-The same edit could remove an unjoined private kernel from ``kernel_sum_ms`` / ``kernel_span_ms``
-/ ``kernels`` (``unjoined_small`` then passes too).
-Expected today: PASS on the device clock at ~2-3 µs (HOLE).  Fixed: the eager clock (host work
-included), or GATE_TAMPERED.
+Now ``HeldTracing.end`` sends the lists to the parent (a ``cupti`` sample step) before it returns,
+with the garbage collector still off, and the parent judges its own copy: the copies refuse device
+time (the eager clock, host work included), and the reply's zeroed lists differ from what was sent
+("timing samples edited in the worker"): GATE_TAMPERED.  The graph capture is refused (a note).
 """
 
 import sys

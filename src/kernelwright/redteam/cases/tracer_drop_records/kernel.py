@@ -3,22 +3,19 @@ caller's stream is held, the normalisation on the CPU, the result copied back, o
 every held call, with CUPTI's copy records thrown away before the gate reads them.
 
 CUPTI delivers its records when the gate flushes (``CuptiKernelTracer.end``), through the
-tracer's buffer callback, which appends each one to the tracer's instance lists
-(``self._copies.append(CopyActivity(...))``, ``self._records.append(...)``).  The integrity snapshot
-watches the tracer's class (its methods) but not the instance: ``_TRACER._copies`` can be rebound.
-So in every held call the solution replaces it, once per op (``HeldTracing.begin`` drains it to a
-fresh list before the first traced call), by a ``list`` subclass whose ``append`` does nothing: at
-the flush every memcpy/memset record vanishes, ``read_traced_calls`` finds no device-to-host bytes
-and no copy before the release, and ``cupti_copies_traced`` still says True.  No frames, no ctypes,
-nothing the snapshot lists is touched; the gc is off during the flush, which changes nothing.
+tracer's buffer callback.  Until 2026-12 that callback appended to the tracer's instance lists
+(``self._copies.append(CopyActivity(...))``), which the integrity snapshot did not watch (only the
+tracer's class), and the tracer was made lazily in the first time op.  So in every held call the
+solution replaces ``_TRACER._copies`` by a ``list`` subclass whose ``append`` does nothing: at the
+flush every memcpy/memset record vanished, ``read_traced_calls`` found no device-to-host bytes
+and no copy before the release, and ``cupti_copies_traced`` still said True: device time of the
+touch kernel (~2-3 µs) with the host work hidden.  No frames, no ctypes.
 
-What the gate then reads: device time of the touch kernel (~2-3 µs), copies "checked" and none
-seen, PHASE_MISMATCH on the touch kernel (ratio ~1), provenance on an own kernel.  The host work runs
-in the held calls' host path (only ``notes.clock.host_path_us`` shows it).  The same rebinding of
-``_TRACER._records`` with an ``append`` that drops the records of one kernel name hides an unjoined
-private kernel (``unjoined_small``) from PHASE_MISMATCH.  The graph capture is refused (a note).
-Expected today: PASS on the device clock at ~2-3 µs (HOLE).  Fixed: the eager clock (host work
-included), or GATE_TAMPERED.
+Now the worker makes its tracer before the solution is imported (``Harness.tracer``, the same
+object as ``_TRACER``) and the integrity snapshot watches its attributes: the rebinding stops the
+timed loop after that iteration (GATE_TAMPERED).  The buffer callback appends through the record
+store bound when it was registered (``timing._record_store``), so the records reach the gate
+anyway, and ``take`` reports the swapped list (``cupti_tampered``).  The graph capture is refused.
 """
 
 import sys
