@@ -1370,18 +1370,24 @@ def _check_ablation(ev: _Judging) -> Optional[Trace]:
     whose launches run with every Triton store dropped, and every atomic into the outputs (all of
     them for a value-returning solution: ``interpreted.WriteAblation``); if the outputs still come
     out right, something else wrote them (torch under DisableTorchFunction, numpy, around a launch or
-    inside one: cases ``hidden_host_compute``, ``jit_helper_hidden_compute``): HOST_COMPUTE.  Not judged where a
-    constant fill could produce the reference (all its elements equal).  A crash or an exception
-    here decides nothing: an honest solution may fail without its kernels."""
+    inside one: cases ``hidden_host_compute``, ``jit_helper_hidden_compute``): HOST_COMPUTE.  The call
+    runs on inputs of its own, drawn for this candidate (``ablation_trial``) and never shown
+    before, with the poison of every set-0 correctness call, so that nothing in its inputs or
+    outputs tells it from those (case ``ablation_input_replay``).  Not judged where a constant
+    fill could produce the reference (all its elements equal).  A crash or an exception here
+    decides nothing: an honest solution may fail without its kernels."""
     ctx, cfg, run = ev.ctx, ev.cfg, ev.run
     if not (cfg.guards and ctx.device.type == "cpu" and run.requires_kernel and ctx.builtin.requires_kernel
-            and ev.load.get("counts_launches") and not _constant_reference(ctx.trials[0].expected)):
+            and ev.load.get("counts_launches")):
+        return None
+    trial = ablation_trial(ctx, candidate_key(run))
+    if _constant_reference(trial.expected):
         return None
     from kernelwright.gate.worker import poison
 
-    trial, sets = ctx.trials[0], ev.sets
+    sets = ev.sets
     _fill_inputs(ctx, sets[0]["inputs"], trial)
-    poison(sets[0]["outputs"], 1)
+    poison(sets[0]["outputs"], 0)
     reply = ev.watch.request({"op": "call", "set": 0, "scalars": ctx.scalars(trial), "ablate": True},
                              ev.session.timeouts.call_s)
     bad = ev.files_changed()
@@ -1394,6 +1400,13 @@ def _check_ablation(ev: _Judging) -> Optional[Trace]:
                          "with Triton's stores dropped (and its atomics into the outputs), the call still produced the right outputs: "
                          "the work ran outside the solution's kernels")
     return None
+
+
+def ablation_trial(ctx: WorkloadContext, candidate: str) -> Trial:
+    """The provenance ablation's inputs and reference: a trial of its own, seeded from the run,
+    the workload and ``candidate`` (the run's nonce in the seed: no solution predicts it)."""
+    cfg = ctx.cfg
+    return ctx.generate(seed_for(cfg.salt, cfg.split, ctx.workload.uuid, cfg.nonce, "ablation", candidate))
 
 
 # the phases after the worker is up, in the order that decides which reason a solution gets
