@@ -191,7 +191,7 @@ def bench_cmd(
     baselines: bool = typer.Option(False, "--baselines", help="Also run the baseline kernels users run today (FlashInfer, DeepGEMM, FlashMLA, vLLM's Triton MoE; listed below), interleaved on the same inputs."),
     baseline_keys: Optional[List[str]] = typer.Option(None, "--baseline", help="Only this baseline (a key listed below, e.g. moe_vllm_triton; repeatable); implies --baselines."),
     no_shipped: bool = typer.Option(False, "--no-shipped", help="Leave out kernelwright's shipped solutions."),
-    device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
+    device: str = typer.Option("cuda", "--device", help="cuda, or cpu: Triton's interpreter, verdicts without GPU timings."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU demo: Triton through TRITON_INTERPRET=1)."),
     workloads: Optional[List[str]] = typer.Option(None, "--workloads", "-w", help="Workload uuid prefixes or indices (comma-separated)."),
     workload_file: Optional[Path] = _opt_workload_file(),
@@ -316,7 +316,7 @@ def eval_cmd(
     trace_set: Optional[Path] = _opt_trace_set(),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N workloads."),
     final: bool = typer.Option(False, "--final", help="Also run the hidden split (held-out workloads); only a final evaluation can promote a solution."),
-    device: str = typer.Option("cuda", "--device", help="cuda or cpu."),
+    device: str = typer.Option("cuda", "--device", help="cuda, or cpu: Triton's interpreter, verdicts without GPU timings."),
     quick: bool = typer.Option(False, "--quick", help="Reduced sizes and iterations (CPU: Triton through TRITON_INTERPRET=1)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default kw-results/eval-<solution>-<time>)."),
     gate: GateOptions = GATE_OPTIONS,
@@ -404,7 +404,7 @@ def export_traceset_cmd(
 @app.command("device-info")
 @one_line_errors
 def device_info_cmd(measure: bool = typer.Option(False, "--measure", help="Measure copy bandwidth and matmul rates now and cache them."),
-                    device: str = typer.Option("cuda", "--device")) -> None:
+                    device: str = typer.Option("cuda", "--device", help="The CUDA device to describe (cuda, cuda:1, ...).")) -> None:
     """Show the roofline ceilings of this GPU (measured copy bandwidth, BF16 and FP8 matmul rates)."""
     import torch
 

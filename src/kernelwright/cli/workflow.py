@@ -57,7 +57,7 @@ def optimize_cmd(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", "-o", help="Run folder to create (default kw-runs/<definition>-<time>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder (after stop, crash or kill)."),
     demo: bool = typer.Option(False, "--demo", help="CPU demo: scripted agents improve a slow Triton RMSNorm (a few minutes, no API keys)."),
-    device: Optional[str] = typer.Option(None, "--device", help="cuda or cpu."),
+    device: Optional[str] = typer.Option(None, "--device", help="cuda or cpu (default: the run config's [run] device, cuda unless it says otherwise; cpu with --demo)."),
     devices: Optional[int] = typer.Option(None, "--devices", help="Number of GPUs (CPU: pseudo-devices) to lease."),
     coders: Optional[int] = typer.Option(None, "--coders", help="Number of coder agents."),
     quick: Optional[bool] = typer.Option(None, "--quick/--full", help="Reduced sizes (CPU demos)."),
