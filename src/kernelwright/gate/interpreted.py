@@ -92,272 +92,318 @@ class WriteAblation:
         self._mode.update(on=bool(on), ranges=ranges)
 
 
-def triton_code_test() -> Callable[[Any], bool]:
-    """``test(code)``: whether a code object belongs to a ``triton`` module loaded now (a
-    function, a class's method or property, or code nested in one, defined in a file under
-    Triton's package folder), by identity: a solution's function compiled with a Triton file
-    name, or a module it registers later, is not one.  Walked once, at install."""
-    root = os.path.dirname(importlib.import_module("triton").__file__) + os.sep
-    importlib.import_module("triton.runtime.interpreter")
-    importlib.import_module("triton.tools.tensor_descriptor")
-    codes: set = set()
-    keep: List[Any] = []    # the code objects themselves: ids stay unique while they live
+class TritonSnapshot:
+    """What belongs to Triton, taken once, before the solution's import: the code objects and
+    the classes of every loaded ``triton`` module (functions, methods, properties, code nested in
+    them, defined in files under Triton's package folder), by identity -- a solution's function
+    compiled with a Triton file name, a module it registers later, or a ``__module__`` it sets
+    is none of them -- and the attribute names of the values a kernel body holds (``tl.tensor``,
+    ``tl.constexpr``, ``tl.dtype``, ``tl.tuple``, the built-in scalars and their bases), as
+    they were then."""
 
-    def add_code(code) -> None:
-        if id(code) in codes or not code.co_filename.startswith(root):
-            return
-        codes.add(id(code))
-        keep.append(code)
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                add_code(const)
+    def __init__(self) -> None:
+        import triton.language as tl
 
-    def add_object(obj, depth: int = 0) -> None:
+        root = os.path.dirname(importlib.import_module("triton").__file__) + os.sep
+        importlib.import_module("triton.runtime.interpreter")
+        importlib.import_module("triton.tools.tensor_descriptor")
+        self._codes: set = set()
+        self._classes: set = set()
+        self._keep: List[Any] = []     # the objects themselves: ids stay unique while they live
+        self._root = root
+        for name, module in list(sys.modules.items()):
+            if name == "triton" or name.startswith("triton."):
+                for obj in list(vars(module).values()):
+                    self._add(obj)
+        # the values a body holds: the classes of triton.language.core (tensors, constexprs, dtypes,
+        # pointer and block types, tuples...) and the plain constants a constexpr is (int.bit_length);
+        # their attributes as the classes define them and as their __init__ sets them
+        self._value_classes = [t for t in vars(tl.core).values()
+                               if isinstance(t, type) and t.__module__ == tl.core.__name__]
+        names = set()
+        for t in self._value_classes + [int, float, bool, str, tuple]:
+            for k in t.__mro__:
+                names.update(vars(k))
+                init = vars(k).get("__init__")
+                names.update(getattr(getattr(init, "__code__", None), "co_names", ()))
+        self.value_attrs = frozenset(n for n in names if n != "handle" and not n.startswith("__"))
+        self._class_dicts = [(t, {n: id(v) for n, v in vars(t).items() if n not in _LAZY})
+                             for t in self._value_classes]
+
+    def _add(self, obj, depth: int = 0) -> None:
         fn = getattr(obj, "__func__", obj)          # staticmethod / classmethod
-        code = getattr(fn, "__code__", None)
+        code = getattr(fn, "__code__", None) if not isinstance(obj, type) else None
         if isinstance(code, types.CodeType):
-            add_code(code)
+            self._add_code(code)
         elif isinstance(obj, property):
             for f in (obj.fget, obj.fset, obj.fdel):
                 if f is not None:
-                    add_object(f, depth)
-        elif isinstance(obj, type) and depth < 3:
+                    self._add(f, depth)
+        elif isinstance(getattr(obj, "fn", None), types.FunctionType) and depth < 3:
+            self._add(obj.fn, depth + 1)     # a wrapper: jit, interpreted, constexpr_function
+        elif isinstance(obj, type) and depth < 3 and id(obj) not in self._classes \
+                and (getattr(obj, "__module__", "") or "").split(".")[0] == "triton":
+            self._classes.add(id(obj))
+            self._keep.append(obj)
             for member in list(vars(obj).values()):
-                add_object(member, depth + 1)
+                self._add(member, depth + 1)
 
-    for name, module in list(sys.modules.items()):
-        if name == "triton" or name.startswith("triton."):
-            for obj in list(vars(module).values()):
-                add_object(obj)
-    return lambda code: id(code) in codes
+    def _add_code(self, code) -> None:
+        if id(code) in self._codes or not code.co_filename.startswith(self._root):
+            return
+        self._codes.add(id(code))
+        self._keep.append(code)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                self._add_code(const)
+
+    def value_classes_changed(self) -> Optional[str]:
+        """The first attribute of Triton's value classes added or replaced since the snapshot
+        (``tl.tensor.rms = ...``, ``tl.tensor.to = ...``), as ``class.name``; None if none."""
+        for cls, before in self._class_dicts:
+            for name, value in vars(cls).items():
+                if name not in _LAZY and before.get(name) != id(value):
+                    return f"{cls.__name__}.{name}"
+            if len(vars(cls)) - sum(n in _LAZY for n in vars(cls)) != len(before):
+                return f"{cls.__name__} (an attribute removed)"
+        return None
+
+    def code(self, code) -> bool:
+        """Whether ``code`` is a code object of Triton's own."""
+        return id(code) in self._codes
+
+    def owns(self, value) -> bool:
+        """Whether ``value`` is Triton's: one of its classes, a function or method whose code is
+        Triton's, or an instance of one of its classes."""
+        if isinstance(value, type):
+            return id(value) in self._classes
+        fn = getattr(value, "__func__", value)
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return self.code(code)
+        return id(type(value)) in self._classes
+
+
+def triton_code_test() -> Callable[[Any], bool]:
+    """``test(code)``: whether a code object is Triton's own (``TritonSnapshot.code``)."""
+    return TritonSnapshot().code
 
 
 class JitBodyCheck:
-    """Whether an interpreted launch's kernel is written as a GPU kernel can be: under
-    ``TRITON_INTERPRET=1`` a ``@triton.jit`` body is ordinary Python, so it could call a helper
-    that computes with torch or numpy, or read the interpreter's ``handle`` arrays; none of that
-    lowers for a GPU.  Read from the body's source (``ast``), per function, and from the jit
-    functions it calls, recursively:
+    """Whether an interpreted launch runs what a GPU kernel could: under ``TRITON_INTERPRET=1``
+    a ``@triton.jit`` body is ordinary Python, so it could call a helper that computes with torch
+    or numpy, or read the interpreter's ``handle`` arrays.  Read from the bytecode of the very
+    function the interpreter runs (``InterpretedFunction.rewrite()``: the launch wrapper then
+    runs that function itself, ``run``), and of every jit function it names, recursively:
 
-    * a call must go to a jit function (an ``InterpretedFunction``, or one passed as an argument
-      at launch), a callable of a ``triton`` module (``tl.load``, ``triton.cdiv``, a name
-      imported from one), a function of ``math``, a method of a value the body holds
-      (``x.to(...)``), or one of ``SAFE_BUILTINS``;
-    * no ``handle`` attribute, no dunder attribute.
+    * no nested code (lambdas, comprehensions, inner functions), no import;
+    * every global it names is a constant (bool, int, float, str, None, ``tl.constexpr``, a
+      dtype), a jit function, one of ``SAFE_BUILTINS``, a function of ``math``, or Triton's own
+      (``TritonSnapshot.owns``); a module only as the head of a chain of attributes that ends in
+      one of those (``tl.load``, ``mymod.jit_helper``);
+    * every attribute read off a value the body holds is one Triton's value types had before
+      the solution's import, never ``handle`` or a dunder;
+    * every launch argument is a tensor, a scalar, a dtype, a Triton object, a jit function or a
+      tuple of those;
+    * no Triton pre-run hook (solution code between this check and the kernel).
 
-    ``check`` returns None or why not (one line).  Not seen: a Triton builtin made to call the
-    solution back (its ops are still recorded as host ops: ``HostOpRecorder``)."""
+    ``check`` returns None or why not (one line)."""
 
     SAFE_BUILTINS = frozenset({"range", "min", "max", "len", "int", "float", "bool", "print", "isinstance",
                                "tuple", "zip", "enumerate", "abs", "divmod", "pow", "round", "reversed"})
-    SAFE_MODULES = ("triton", "math")
+    _LOAD_ATTR = ("LOAD_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR")
 
-    def __init__(self) -> None:
-        self._seen: Dict[Any, Tuple[Optional[str], Tuple[str, ...]]] = {}
+    def __init__(self, snapshot: Optional[TritonSnapshot] = None) -> None:
+        import builtins
+        import dis
+        import math
+
+        import triton.language as tl
+        from triton.runtime.interpreter import GridExecutor, InterpretedFunction
+
+        self._snap = snapshot or TritonSnapshot()
+        self._instructions = dis.get_instructions
+        self._builtins, self._math, self._tl = builtins, math, tl
+        self._Interpreted, self._GridExecutor = InterpretedFunction, GridExecutor
+        self._seen: Dict[Any, Optional[str]] = {}
+
+    # -- the launch ---------------------------------------------------------------------------
+    def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None]):
+        """Launch ``fn_self`` as ``InterpretedFunction.run`` does, but run the function this
+        check read: ``note(why)`` first when it is not one a GPU could run."""
+        kernel = self._interpreted(fn_self)
+        if kernel is None:
+            note("not a Triton kernel the interpreter launches")
+            return None
+        fn = kernel.rewrite()
+        why = self._launch_problem(kernel, fn, args, kwargs)
+        if why is not None:
+            note(why)
+        grid = kwargs.pop("grid")
+        kwargs.pop("warmup", None)
+        return self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
 
     def check(self, fn_self, args: tuple, kwargs: Dict[str, Any]) -> Optional[str]:
-        """None if the launched kernel's body, and every jit function it reaches, passes."""
-        return self._check(self._python(fn_self), args, kwargs, set())
+        """None if the launch would run what a GPU kernel could, else why not (one line)."""
+        kernel = self._interpreted(fn_self)
+        if kernel is None:
+            return "not a Triton kernel the interpreter launches"
+        return self._launch_problem(kernel, kernel.rewrite(), args, kwargs)
 
-    @staticmethod
-    def _python(fn) -> Any:
-        """The Python function under an ``InterpretedFunction`` (through autotuner / heuristics
-        wrappers, whose ``fn`` is the next one in)."""
-        while not callable(getattr(fn, "rewrite", None)) and hasattr(fn, "fn"):
-            fn = fn.fn
-        return getattr(fn, "fn", fn)
+    def _interpreted(self, fn_self):
+        inner, depth = fn_self, 0
+        while not isinstance(inner, self._Interpreted) and hasattr(inner, "fn") and depth < 8:
+            inner, depth = inner.fn, depth + 1
+        return inner if isinstance(inner, self._Interpreted) else None
 
-    @staticmethod
-    def _is_jit(value) -> bool:
-        from triton.runtime.interpreter import InterpretedFunction
+    def _launch_problem(self, kernel, fn, args, kwargs) -> Optional[str]:
+        name = getattr(kernel, "__name__", "?")
+        changed = self._snap.value_classes_changed()
+        if changed:
+            return f"{name}: Triton's {changed} was changed after the gate started (a kernel's values run it)"
+        if kernel.pre_run_hooks:
+            return f"{name} has Triton pre-run hooks (host code inside the launch)"
+        for value in list(args) + [v for k, v in kwargs.items() if k not in ("grid", "warmup")]:
+            problem = self._argument_problem(value)
+            if problem:
+                return f"{name}: an argument is {problem}"
+        return self._function_problem(kernel, fn, set())
 
-        while not isinstance(value, InterpretedFunction) and hasattr(value, "fn") and hasattr(value, "run"):
-            value = value.fn
-        return isinstance(value, InterpretedFunction)
-
-    def _check(self, py, args, kwargs, visiting: set) -> Optional[str]:
-        if py in visiting:
+    def _argument_problem(self, value, depth: int = 0) -> Optional[str]:
+        tl = self._tl
+        if value is None or isinstance(value, (bool, int, float, str, torch.Tensor, torch.dtype, tl.dtype,
+                                               tl.constexpr)):
             return None
-        visiting.add(py)
-        if py not in self._seen:
-            self._seen[py] = self._read(py)
-        problem, called_params = self._seen[py]
+        if isinstance(value, (tuple, list)) and depth < 4:
+            return next((p for p in (self._argument_problem(v, depth + 1) for v in value) if p), None)
+        if self._interpreted(value) is not None:
+            return self._function_problem(self._interpreted(value), self._interpreted(value).rewrite(), set())
+        if self._snap.owns(value):
+            return None
+        return f"a {type(value).__name__}, not a tensor, a scalar, a dtype, a Triton object or a jit function"
+
+    # -- one function's bytecode -----------------------------------------------------------------
+    def _function_problem(self, kernel, fn, visiting: set) -> Optional[str]:
+        if id(fn) in visiting or self._snap.code(getattr(kernel.fn, "__code__", None)):
+            return None      # seen, or one of Triton's own jit functions (tl.sum, ...)
+        visiting.add(id(fn))
+        key = (id(kernel), id(fn))
+        if key not in self._seen:
+            self._seen[key] = self._read(kernel, fn)
+        problem = self._seen[key]
         if problem:
             return problem
-        reached = list(self._reached(py))
-        if called_params and args is not None:
-            import inspect
-
-            try:
-                bound = inspect.signature(py).bind_partial(*args, **{k: v for k, v in kwargs.items()
-                                                                      if k in inspect.signature(py).parameters})
-            except TypeError as exc:
-                return f"{py.__name__}: {exc}"
-            for name in called_params:
-                value = bound.arguments.get(name)
-                if not self._is_jit(value):
-                    return f"{py.__name__} calls its argument {name}, which is not a jit function"
-                reached.append(self._python(value))
-        for callee in reached:
-            problem = self._check(callee, None, {}, visiting)
+        for callee in self._jit_globals(fn):
+            problem = self._function_problem(callee, callee.rewrite(), visiting)
             if problem:
                 return problem
         return None
 
-    def _reached(self, py):
-        """The jit functions ``py``'s body calls by global name or module attribute."""
-        import ast
-
-        tree = self._tree(py)
-        if tree is None:
-            return
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                value = self._resolve(py, node.func, self._locals(tree))
-                if value is not None and value is not _LOCAL and self._is_jit(value):
-                    yield self._python(value)
-
-    @staticmethod
-    def _tree(py):
-        import ast
-        import inspect
-        import textwrap
-
-        try:
-            return ast.parse(textwrap.dedent(inspect.getsource(py)))
-        except (OSError, TypeError, SyntaxError):
-            return None
-
-    @staticmethod
-    def _locals(tree) -> set:
-        import ast
-
-        names = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.arg):
-                names.add(node.arg)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                names.add(node.id)
-        return names
-
-    def _resolve(self, py, func, local_names: set) -> Any:
-        """What a call target refers to: ``_LOCAL`` for a value the body holds (a local or a
-        parameter, or a method of one), the object for a global name or a chain of module
-        attributes, ``_MISSING`` where the chain leaves the modules or cannot be followed."""
-        import ast
-
-        chain = []
-        node = func
-        while isinstance(node, ast.Attribute):
-            chain.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            # a method of a value computed in the body (``tl.load(p).to(...)``); whatever globals
-            # that value came from are checked where they are named
-            return _LOCAL if chain else _MISSING
-        if node.id in local_names:
-            return _LOCAL
-        value = _global(py, node.id)
-        for attr in reversed(chain):
-            if not isinstance(value, types.ModuleType):
-                return _MISSING
-            value = getattr(value, attr, _MISSING)
-        return value
-
-    def _read(self, py) -> Tuple[Optional[str], Tuple[str, ...]]:
-        """(problem or None, names of parameters the body calls) of one function's source."""
-        import ast
-
-        tree = self._tree(py)
-        name = getattr(py, "__name__", "?")
-        if tree is None:
-            return f"{name}: its source cannot be read", ()
-        fn_def = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-        params = {a.arg for a in fn_def.args.args + fn_def.args.kwonlyargs} if fn_def else set()
-        local_names = self._locals(tree)
-        body = fn_def.body if fn_def else tree.body
-        called_params = []
-        for node in (n for stmt in body for n in ast.walk(stmt)):
-            problem = None
-            if isinstance(node, ast.Attribute) and (node.attr == "handle" or node.attr.startswith("__")):
-                problem = f"reads .{node.attr}, which no GPU kernel has"
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local_names:
-                problem = self._global_problem(_global(py, node.id))
-                problem = problem and f"uses the global {node.id}: {problem}"
-            elif isinstance(node, ast.Call):
-                if isinstance(node.func, ast.Name) and node.func.id in params:
-                    called_params.append(node.func.id)
+    def _read(self, kernel, fn) -> Optional[str]:
+        name = getattr(kernel, "__name__", "?")
+        code = getattr(fn, "__code__", None)
+        if not isinstance(code, types.CodeType):
+            return f"{name} runs no Python function the gate can read"
+        if any(isinstance(c, types.CodeType) for c in code.co_consts):
+            return f"{name} holds nested code (a lambda, a comprehension or an inner function)"
+        chain: Optional[List[Any]] = None      # [object, dotted name] of a global being followed
+        for ins in self._instructions(code):
+            op = ins.opname
+            if op.startswith("IMPORT"):
+                return f"{name} imports {ins.argval}"
+            if op in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_NAME"):
+                problem = self._end_chain(chain)
+                if problem:
+                    return f"{name} {problem}"
+                chain = [self._lookup(fn, ins.argval, op), ins.argval] if op != "LOAD_DEREF" or \
+                    ins.argval in code.co_freevars else None
+                continue
+            if op in self._LOAD_ATTR:
+                attr = ins.argval
+                if attr == "handle" or attr.startswith("__"):
+                    return f"{name} reads .{attr}, which no GPU kernel has"
+                if chain is not None and (isinstance(chain[0], types.ModuleType) or self._snap.owns(chain[0])):
+                    chain = [getattr(chain[0], attr, _MISSING), f"{chain[1]}.{attr}"]
                     continue
-                problem = self._callee_problem(node.func, self._resolve(py, node.func, local_names))
-                problem = problem and f"calls {ast.unparse(node.func)}: {problem}"
+                if chain is None and attr not in self._snap.value_attrs:
+                    return f"{name} reads .{attr}, not an attribute of Triton's values"
+                if chain is not None:
+                    problem = self._end_chain(chain)
+                    if problem:
+                        return f"{name} {problem}"
+                    chain = None
+                continue
+            problem = self._end_chain(chain)
             if problem:
-                return f"{name} {problem}", ()
-        return None, tuple(dict.fromkeys(called_params))
+                return f"{name} {problem}"
+            chain = None
+        problem = self._end_chain(chain)
+        return f"{name} {problem}" if problem else None
 
-    def _global_problem(self, value) -> Optional[str]:
-        """Why a global a jit body names is not one a GPU kernel can use (None: it can)."""
-        import triton.language as tl
+    def _lookup(self, fn, name: str, op: str) -> Any:
+        code = fn.__code__
+        if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and name in code.co_freevars and fn.__closure__:
+            try:
+                return fn.__closure__[code.co_freevars.index(name)].cell_contents
+            except ValueError:
+                return _MISSING
+        scope = fn.__globals__
+        if name in scope:
+            return scope[name]
+        return getattr(self._builtins, name, _MISSING)
 
+    def _end_chain(self, chain) -> Optional[str]:
+        """Why the object a chain of global attributes ended in is not one a kernel may use."""
+        if chain is None:
+            return None
+        value, dotted = chain
+        tl = self._tl
         if value is _MISSING:
-            return "not defined"
-        if isinstance(value, types.ModuleType):
-            root = value.__name__.split(".")[0]
-            return None if root in self.SAFE_MODULES else "a module a kernel cannot call into"
+            return f"names {dotted}, which is not defined"
         if value is None or isinstance(value, (bool, int, float, str, tl.constexpr, tl.dtype)):
             return None
-        if self._is_jit(value) or value is getattr(builtins_module(), getattr(value, "__name__", ""), _MISSING):
+        if isinstance(value, types.ModuleType):
+            root = value.__name__.split(".")[0]
+            return None if root in ("triton", "math") else f"uses the module {dotted} itself"
+        inner = getattr(value, "fn", None)
+        if self._snap.owns(value) and isinstance(inner, types.FunctionType) and not isinstance(value, type) \
+                and not self._snap.owns(inner) and self._interpreted(value) is None:
+            # a constexpr_function of the solution's: under the interpreter it runs on every launch
+            # with the kernel's values, so its body is held to a kernel's rules too
+            if id(inner) not in self._seen:
+                self._seen[id(inner)] = self._read(inner, inner)
+            return self._seen[id(inner)]
+        if self._interpreted(value) is not None or self._snap.owns(value):
             return None
-        module = (getattr(value, "__module__", None) or "").split(".")[0]
-        if module in self.SAFE_MODULES and not _user_constexpr_function(value):
+        if getattr(value, "__name__", None) in self.SAFE_BUILTINS \
+                and value is getattr(self._builtins, value.__name__, None):
             return None
-        return f"a {type(value).__name__}, not a constant, a Triton object or a jit function"
+        if isinstance(value, types.BuiltinFunctionType) and value is getattr(self._math, value.__name__, None):
+            return None
+        return f"uses {dotted}, a {type(value).__name__} (a GPU kernel cannot call Python)"
 
-    def _callee_problem(self, func, value) -> Optional[str]:
-        import ast
+    def _jit_globals(self, fn):
+        """The jit functions ``fn`` names, by global name or a chain of module attributes."""
+        chain = None
+        for ins in self._instructions(fn.__code__):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_CLASSDEREF"):
+                if chain is not None and self._interpreted(chain) is not None:
+                    yield self._interpreted(chain)
+                chain = self._lookup(fn, ins.argval, ins.opname)
+            elif ins.opname in self._LOAD_ATTR and isinstance(chain, types.ModuleType):
+                chain = getattr(chain, ins.argval, None)
+            else:
+                if chain is not None and self._interpreted(chain) is not None:
+                    yield self._interpreted(chain)
+                chain = None
+        if chain is not None and self._interpreted(chain) is not None:
+            yield self._interpreted(chain)
 
-        if value is _LOCAL:
-            return None if isinstance(func, ast.Attribute) else "a value it holds, not a function a kernel can call"
-        if value is _MISSING:
-            return "a target that cannot be followed to a module's function"
-        if self._is_jit(value):
-            return None
-        if getattr(value, "__name__", None) in self.SAFE_BUILTINS and value is getattr(builtins_module(), value.__name__, None):
-            return None
-        module = (getattr(value, "__module__", None) or "").split(".")[0]
-        if module in self.SAFE_MODULES and not _user_constexpr_function(value):
-            return None
-        return "a Python function (a GPU kernel cannot call Python)"
 
-
-_LOCAL = object()
 _MISSING = object()
-
-
-def builtins_module():
-    import builtins
-
-    return builtins
-
-
-def _global(py, name: str) -> Any:
-    """A name as the function's body would see it: a closure cell, a global, a builtin."""
-    code = getattr(py, "__code__", None)
-    if code is not None and name in code.co_freevars and py.__closure__:
-        try:
-            return py.__closure__[code.co_freevars.index(name)].cell_contents
-        except ValueError:
-            return _MISSING
-    scope = getattr(py, "__globals__", {})
-    if name in scope:
-        return scope[name]
-    return getattr(builtins_module(), name, _MISSING)
-
-
-def _user_constexpr_function(value) -> bool:
-    """A ``triton.constexpr_function`` wrapper around a function not of a Triton module: under the
-    interpreter it runs on every launch with the kernel's values."""
-    inner = getattr(value, "fn", None)
-    return inner is not None and not (getattr(inner, "__module__", "") or "").startswith("triton")
+# left out of the comparison: created on first access (Python 3.10+), and what the interpreter's
+# own launch patches onto tl.tensor and restores (triton.runtime.interpreter._patch_lang_tensor)
+_LAZY = frozenset({"__annotations__", "__index__", "__bool__", "__repr__", "__str__", "T"})
 
 
 def _one_line(exc: BaseException) -> str:

@@ -220,21 +220,24 @@ class LaunchCounter:
         note_captured = (lambda name: None) if interpreter else self._count_graph_replays(
             torch.cuda.CUDAGraph, state, by_name, capturing, _capture_id)
 
+        def launch(fn_self, args, kwargs):
+            if lowering is None:
+                return original(fn_self, *args, **kwargs)
+            # CPU: the interpreter runs the very function the jit-body check read
+            note = lambda why: unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
+            return lowering.run(fn_self, args, dict(kwargs), note)
+
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
-            if lowering is not None:
-                why = lowering.check(fn_self, args, kwargs)
-                if why is not None:
-                    unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
             if state["ablate"]:
                 state["total"] += 1
-                return None if ablation is None else original(fn_self, *args, **kwargs)
+                return None if ablation is None else launch(fn_self, args, kwargs)
             grids: List[Any] = []
             if not interpreter and callable(kwargs.get("grid")):
                 kwargs["grid"] = _recording_grid(kwargs["grid"], grids)
             t0 = clock()
-            result = original(fn_self, *args, **kwargs)
+            result = launch(fn_self, args, kwargs)
             if not interpreter and (result is None or not _grid_launches(grids[-1] if grids else kwargs.get("grid"))):
                 return result    # nothing launched: no kernel ran, so none is counted (HeldTracing)
             # the launched kernel's own name where the launcher returns it (CompiledKernel.name)

@@ -2,7 +2,8 @@
 pass of 2026-12-07): ``torch.mul`` / ``add`` / ``mean`` / ``rsqrt`` run as hooks of empty jit
 kernels launched with keyword arguments named like the torch parameters, so each op's calling
 frame is Triton's ``GridExecutor.__call__``; the result lands in a temporary that an honest
-Triton kernel copies into ``y``.  Expected: VENDOR_KERNELS (inside a launch the host-op recorder
+Triton kernel copies into ``y``.  Expected: BUILD_FAILED (a launch with pre-run hooks is refused), else
+VENDOR_KERNELS (inside a launch the host-op recorder
 leaves out only glue that Triton's code calls; these are compute ops).  CPU only: on CUDA the
 hooks' ops are aten kernels in CUPTI's records.
 """

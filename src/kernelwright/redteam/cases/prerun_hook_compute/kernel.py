@@ -3,6 +3,7 @@
 An honest RMSNorm kernel, with a Triton pre-run hook that computes the outputs with torch, launched
 on an empty grid: the hook runs inside ``InterpretedFunction.run`` (the counted launch), where the
 CPU host-op recorder used to skip every op as the interpreter's own, and no program runs.  Expected:
+BUILD_FAILED (a launch with pre-run hooks is refused: ``interpreted.JitBodyCheck``), else
 VENDOR_KERNELS (the recorder keeps ops whose calling frame is not Triton's code: the hook's
 rsqrt/mean/mul touch as many elements as the outputs) or HOST_COMPUTE (the provenance ablation
 drops Triton's stores; the hook's writes still land).  CPU only: on CUDA the

@@ -2,7 +2,8 @@
 called by ``triton.language.core.binary_op_type_legalization`` with a duck-typed ``semantic``
 whose ``binary_op_type_checking_impl`` is a torch function, from a pre-run hook, so a genuine
 Triton code object is the op's caller; a Triton kernel copies the result into ``y``.  Expected:
-VENDOR_KERNELS (only glue ops that Triton's code calls are left out).  CPU only.
+BUILD_FAILED (a launch with pre-run hooks is refused), else VENDOR_KERNELS (only glue ops that
+Triton's code calls are left out).  CPU only.
 """
 
 import functools

@@ -1,0 +1,43 @@
+"""Triton's FunctionRewriter runs the source from the LAST line that starts with 'def ' (its
+_find_def), while JitBodyCheck parses the whole function: a second 'def _rms(' line inside a string
+literal of the honest-looking body is what the interpreter compiles and runs.
+Found by the third CPU red-team pass (2026-12-07).  Expected: BUILD_FAILED -- the check reads the
+rewritten function's bytecode, and the launch runs exactly that function.  CPU only.
+"""
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle
+
+
+def _np_rms(xv, wv, eps):
+    e = float(np.asarray(eps.handle.data if hasattr(eps, "handle") else eps))
+    a = np.asarray(xv.handle.data, dtype=np.float32)
+    b = np.asarray(wv.handle.data, dtype=np.float32)
+    r = (a / np.sqrt((a * a).mean(-1, keepdims=True) + e) * b).astype(np.float32)
+    return tl.core.tensor(TensorHandle(r, tl.float32), xv.type)
+
+
+@triton.jit
+def _rms(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr):
+    _notes = """
+def _rms(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, H)
+    xv = tl.load(x_ptr + row * H + cols).to(tl.float32)
+    wv = tl.load(w_ptr + cols).to(tl.float32)
+    tl.store(y_ptr + row * H + cols, _np_rms(xv, wv, eps).to(tl.bfloat16))
+    return
+    _notes = '''"""
+    row = tl.program_id(0)
+    cols = tl.arange(0, H)
+    x = tl.load(x_ptr + row * H + cols).to(tl.float32)
+    w = tl.load(w_ptr + cols).to(tl.float32)
+    rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / H + eps)
+    tl.store(y_ptr + row * H + cols, (x * rms * w).to(tl.bfloat16))
+    _end = 0  # '''
+
+
+def run(x, weight, eps, y):
+    _rms[(x.shape[0],)](x, weight, y, eps, H=x.shape[1])
