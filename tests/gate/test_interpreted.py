@@ -107,3 +107,38 @@ def test_the_write_ablation_drops_stores_and_atomics_into_the_outputs_only_while
         ablation.set(False, None)
     _atomics[(1,)](out, counter, BLOCK=8)
     assert out.tolist() == [5] * 8 and counter.tolist() == [2] * 8
+
+
+HELPER = _twice      # rebound by the test below
+
+
+@triton.jit
+def _calls_global_helper(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, HELPER(tl.load(x_ptr + offs)))
+
+
+def test_a_global_rebound_after_a_passing_check_is_read_again():
+    global HELPER
+    check = JitBodyCheck()
+    x = torch.zeros(8)
+    assert check.check(_calls_global_helper, (x,), {"BLOCK": 8}) is None
+    HELPER = _plain_helper
+    try:
+        why = check.check(_calls_global_helper, (x,), {"BLOCK": 8})
+        assert why is not None and "HELPER" in why
+    finally:
+        HELPER = _twice
+
+
+def test_the_interpreters_machinery_replaced_after_the_snapshot_is_named():
+    from triton.runtime.interpreter import InterpretedFunction
+
+    check = JitBodyCheck()
+    original = InterpretedFunction.__dict__["rewrite"]
+    InterpretedFunction.rewrite = lambda self: original(self)
+    try:
+        why = check.check(_honest, (torch.zeros(8), torch.empty(8), 8), {"BLOCK": 8})
+        assert why is not None and "InterpretedFunction.rewrite" in why
+    finally:
+        InterpretedFunction.rewrite = original

@@ -5,8 +5,9 @@ before any solution code runs:
 * ``WriteAblation``: the provenance ablation call runs every launch with Triton's stores dropped
   (and its atomics into the outputs), so outputs that still come out right were written by
   something else (``evaluate._check_ablation``: HOST_COMPUTE).
-* ``triton_code_test``: whether a code object is Triton's own, so that the host-op recorder can
-  leave out the interpreter's own argument handling inside a launch and nothing else.
+* ``TritonSnapshot``: what is Triton's own (code objects, classes, the attributes of its value
+  types), by identity, taken before the solution's import: the host-op recorder leaves out the
+  interpreter's own glue inside a launch and nothing else, and the jit-body check trusts it.
 * ``JitBodyCheck``: every launched kernel's body calls only what a GPU kernel can (Triton's
   language, jit functions, ``math``, methods of its values): a ``@triton.jit`` body that calls a
   Python helper, or numpy on the interpreter's handles, runs under the interpreter but is not a
@@ -127,8 +128,14 @@ class TritonSnapshot:
                 init = vars(k).get("__init__")
                 names.update(getattr(getattr(init, "__code__", None), "co_names", ()))
         self.value_attrs = frozenset(n for n in names if n != "handle" and not n.startswith("__"))
+        # and the interpreter's own machinery, which runs a kernel (its rewritten-function cache
+        # is filled in place; the wrappers WriteAblation installed are already there)
+        from triton.runtime import interpreter as I
+
+        machinery = [getattr(I, n) for n in ("InterpretedFunction", "GridExecutor", "InterpreterBuilder",
+                                             "FunctionRewriter") if isinstance(getattr(I, n, None), type)]
         self._class_dicts = [(t, {n: id(v) for n, v in vars(t).items() if n not in _LAZY})
-                             for t in self._value_classes]
+                             for t in self._value_classes + machinery]
 
     def _add(self, obj, depth: int = 0) -> None:
         fn = getattr(obj, "__func__", obj)          # staticmethod / classmethod
@@ -158,8 +165,10 @@ class TritonSnapshot:
                 self._add_code(const)
 
     def value_classes_changed(self) -> Optional[str]:
-        """The first attribute of Triton's value classes added or replaced since the snapshot
-        (``tl.tensor.rms = ...``, ``tl.tensor.to = ...``), as ``class.name``; None if none."""
+        """The first attribute of Triton's value classes or of the interpreter's machinery
+        (``InterpretedFunction``, ``GridExecutor``, ``InterpreterBuilder``, ``FunctionRewriter``)
+        added or replaced since the snapshot (``tl.tensor.to = ...``,
+        ``InterpretedFunction.rewritten_fn = ...``), as ``class.name``; None if none."""
         for cls, before in self._class_dicts:
             for name, value in vars(cls).items():
                 if name not in _LAZY and before.get(name) != id(value):
@@ -182,11 +191,6 @@ class TritonSnapshot:
         if isinstance(code, types.CodeType):
             return self.code(code)
         return id(type(value)) in self._classes
-
-
-def triton_code_test() -> Callable[[Any], bool]:
-    """``test(code)``: whether a code object is Triton's own (``TritonSnapshot.code``)."""
-    return TritonSnapshot().code
 
 
 class JitBodyCheck:
@@ -222,10 +226,10 @@ class JitBodyCheck:
         from triton.runtime.interpreter import GridExecutor, InterpretedFunction
 
         self._snap = snapshot or TritonSnapshot()
-        self._instructions = dis.get_instructions
+        self._dis = dis.get_instructions
+        self._parsed: Dict[int, Tuple[Any, list]] = {}   # id(code) -> (code, its instructions)
         self._builtins, self._math, self._tl = builtins, math, tl
         self._Interpreted, self._GridExecutor = InterpretedFunction, GridExecutor
-        self._seen: Dict[Any, Optional[str]] = {}
 
     # -- the launch ---------------------------------------------------------------------------
     def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None]):
@@ -251,31 +255,41 @@ class JitBodyCheck:
         return self._launch_problem(kernel, kernel.rewrite(), args, kwargs)
 
     def _interpreted(self, fn_self):
+        """The ``InterpretedFunction`` (exactly that class) under ``fn_self``, through Triton's own
+        wrappers only (autotuner, heuristics); None otherwise."""
         inner, depth = fn_self, 0
-        while not isinstance(inner, self._Interpreted) and hasattr(inner, "fn") and depth < 8:
+        while type(inner) is not self._Interpreted and depth < 8 and not isinstance(inner, type) \
+                and self._snap.owns(inner) and hasattr(inner, "fn"):
             inner, depth = inner.fn, depth + 1
-        return inner if isinstance(inner, self._Interpreted) else None
+        return inner if type(inner) is self._Interpreted else None
 
     def _launch_problem(self, kernel, fn, args, kwargs) -> Optional[str]:
         name = getattr(kernel, "__name__", "?")
         changed = self._snap.value_classes_changed()
         if changed:
-            return f"{name}: Triton's {changed} was changed after the gate started (a kernel's values run it)"
+            return f"{name}: Triton's {changed} was changed after the gate started (the interpreter or a kernel's values run it)"
         if kernel.pre_run_hooks:
             return f"{name} has Triton pre-run hooks (host code inside the launch)"
-        for value in list(args) + [v for k, v in kwargs.items() if k not in ("grid", "warmup")]:
+        py = kernel.fn
+        defaults = list(getattr(py, "__defaults__", None) or ()) + list((getattr(py, "__kwdefaults__", None) or {}).values())
+        for value in list(args) + [v for k, v in kwargs.items() if k not in ("grid", "warmup")] + defaults:
             problem = self._argument_problem(value)
             if problem:
                 return f"{name}: an argument is {problem}"
         return self._function_problem(kernel, fn, set())
 
     def _argument_problem(self, value, depth: int = 0) -> Optional[str]:
+        """Why a launch argument (or a parameter's default) is not one a GPU kernel takes: exact
+        types only -- a subclass of int, tuple or tensor would bring its own methods."""
         tl = self._tl
-        if value is None or isinstance(value, (bool, int, float, str, torch.Tensor, torch.dtype, tl.dtype,
-                                               tl.constexpr)):
+        if type(value) in _PLAIN or type(value) in (torch.Tensor, torch.dtype):
             return None
-        if isinstance(value, (tuple, list)) and depth < 4:
+        if type(value) is tl.constexpr:
+            return self._argument_problem(value.value, depth + 1) if depth < 4 else "a nested constexpr"
+        if type(value) in (tuple, list) and depth < 4:
             return next((p for p in (self._argument_problem(v, depth + 1) for v in value) if p), None)
+        if self._snap.owns(value) and isinstance(value, tl.dtype):
+            return None
         if self._interpreted(value) is not None:
             return self._function_problem(self._interpreted(value), self._interpreted(value).rewrite(), set())
         if self._snap.owns(value):
@@ -284,13 +298,13 @@ class JitBodyCheck:
 
     # -- one function's bytecode -----------------------------------------------------------------
     def _function_problem(self, kernel, fn, visiting: set) -> Optional[str]:
-        if id(fn) in visiting or self._snap.code(getattr(kernel.fn, "__code__", None)):
-            return None      # seen, or one of Triton's own jit functions (tl.sum, ...)
+        if id(fn) in visiting:
+            return None      # Triton's own jit functions (tl.sum, ...) are read too: their
+                             # rewritten function is what runs, and a solution can plant one
         visiting.add(id(fn))
-        key = (id(kernel), id(fn))
-        if key not in self._seen:
-            self._seen[key] = self._read(kernel, fn)
-        problem = self._seen[key]
+        # read on every launch: the globals a body names are looked up as they are now (a solution
+        # may rebind one between launches); only the bytecode's parse is kept, by code object
+        problem = self._read(kernel, fn)
         if problem:
             return problem
         for callee in self._jit_globals(fn):
@@ -340,6 +354,13 @@ class JitBodyCheck:
         problem = self._end_chain(chain)
         return f"{name} {problem}" if problem else None
 
+    def _instructions(self, code) -> list:
+        """``dis`` instructions of a code object, parsed once per code object."""
+        entry = self._parsed.get(id(code))
+        if entry is None or entry[0] is not code:
+            entry = self._parsed[id(code)] = (code, list(self._dis(code)))
+        return entry[1]
+
     def _lookup(self, fn, name: str, op: str) -> Any:
         code = fn.__code__
         if op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and name in code.co_freevars and fn.__closure__:
@@ -360,8 +381,10 @@ class JitBodyCheck:
         tl = self._tl
         if value is _MISSING:
             return f"names {dotted}, which is not defined"
-        if value is None or isinstance(value, (bool, int, float, str, tl.constexpr, tl.dtype)):
+        if type(value) in _PLAIN or (isinstance(value, tl.dtype) and self._snap.owns(value)):
             return None
+        if type(value) is tl.constexpr:
+            return self._end_chain([value.value, f"{dotted}.value"])
         if isinstance(value, types.ModuleType):
             root = value.__name__.split(".")[0]
             return None if root in ("triton", "math") else f"uses the module {dotted} itself"
@@ -369,10 +392,14 @@ class JitBodyCheck:
         if self._snap.owns(value) and isinstance(inner, types.FunctionType) and not isinstance(value, type) \
                 and not self._snap.owns(inner) and self._interpreted(value) is None:
             # a constexpr_function of the solution's: under the interpreter it runs on every launch
-            # with the kernel's values, so its body is held to a kernel's rules too
-            if id(inner) not in self._seen:
-                self._seen[id(inner)] = self._read(inner, inner)
-            return self._seen[id(inner)]
+            # with the kernel's values, so its body, and the jit functions it names, are held to a
+            # kernel's rules too
+            problem = self._read(inner, inner)
+            for callee in ([] if problem else self._jit_globals(inner)):
+                problem = self._function_problem(callee, callee.rewrite(), set())
+                if problem:
+                    break
+            return problem
         if self._interpreted(value) is not None or self._snap.owns(value):
             return None
         if getattr(value, "__name__", None) in self.SAFE_BUILTINS \
@@ -401,6 +428,7 @@ class JitBodyCheck:
 
 
 _MISSING = object()
+_PLAIN = (bool, int, float, str, type(None))     # constants, by exact type
 # left out of the comparison: created on first access (Python 3.10+), and what the interpreter's
 # own launch patches onto tl.tensor and restores (triton.runtime.interpreter._patch_lang_tensor)
 _LAZY = frozenset({"__annotations__", "__index__", "__bool__", "__repr__", "__str__", "T"})

@@ -209,7 +209,7 @@ class LaunchCounter:
         original = launcher.run
         state: Dict[str, Any] = {"total": 0, "ablate": False}
         ablation = interpreted.WriteAblation() if interpreter else None
-        lowering = interpreted.JitBodyCheck() if interpreter else None
+        snapshot = lowering = None     # CPU: taken below, once this wrapper is in place
         unlowered: Dict[str, str] = {}
         by_name: Dict[str, List[float]] = {}
         clock = T.now_s
@@ -253,6 +253,9 @@ class LaunchCounter:
             return result
 
         launcher.run = run
+        if interpreter:     # what is Triton's, this wrapper included, before any solution code runs
+            snapshot = interpreted.TritonSnapshot()
+            lowering = interpreted.JitBodyCheck(snapshot)
         self._code = run.__code__
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
         def set_ablate(on: bool, ranges) -> None:
@@ -262,7 +265,7 @@ class LaunchCounter:
 
         self._set_ablate = set_ablate
         if interpreter:
-            self._launcher_codes = interpreted.triton_code_test()
+            self._launcher_codes = snapshot.code
             self._unlowered = lambda: dict(unlowered)
         return True
 

@@ -1,0 +1,40 @@
+"""A constexpr_function (read by the check) calls a jit function whose body is never read.
+Found by the fourth CPU red-team pass (2026-12-07).  Expected: BUILD_FAILED -- a solution constexpr_function's body and the jit functions it names are read.  CPU only.
+"""
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle, InterpretedFunction
+
+
+def _np_rms(xv, wv, eps):
+    a = np.asarray(xv.handle.data, dtype=np.float32)
+    b = np.asarray(wv.handle.data, dtype=np.float32)
+    e = float(np.asarray(eps.handle.data).reshape(-1)[0]) if hasattr(eps, "handle") else float(eps)
+    r = (a / np.sqrt((a * a).mean(-1, keepdims=True) + e) * b).astype(np.float32)
+    return tl.core.tensor(TensorHandle(r, tl.float32), xv.type)
+
+
+@triton.jit
+def _hidden(xv, wv, eps):
+    return _np_rms(xv, wv, eps)
+
+
+@triton.constexpr_function
+def _pick(xv, wv, eps):
+    return _hidden(xv, wv, eps)
+
+
+@triton.jit
+def _rms(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, H)
+    xv = tl.load(x_ptr + row * H + cols).to(tl.float32)
+    wv = tl.load(w_ptr + cols).to(tl.float32)
+    tl.store(y_ptr + row * H + cols, _pick(xv, wv, eps).to(tl.bfloat16))
+
+
+def run(x, weight, eps, y):
+    _rms[(x.shape[0],)](x, weight, y, eps, H=x.shape[1])

@@ -1,0 +1,46 @@
+"""A global object whose .fn is a jit function (so the check trusts it) and whose __call__ computes.
+Found by the fourth CPU red-team pass (2026-12-07).  Expected: BUILD_FAILED -- only exactly InterpretedFunction, through Triton's own wrappers, counts as a jit function.  CPU only.
+"""
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle, InterpretedFunction
+
+
+def _np_rms(xv, wv, eps):
+    a = np.asarray(xv.handle.data, dtype=np.float32)
+    b = np.asarray(wv.handle.data, dtype=np.float32)
+    e = float(np.asarray(eps.handle.data).reshape(-1)[0]) if hasattr(eps, "handle") else float(eps)
+    r = (a / np.sqrt((a * a).mean(-1, keepdims=True) + e) * b).astype(np.float32)
+    return tl.core.tensor(TensorHandle(r, tl.float32), xv.type)
+
+
+@triton.jit
+def _ident(v):
+    return v
+
+
+class _Wrap:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, xv, wv, eps):
+        return _np_rms(xv, wv, eps)
+
+
+_RMS = _Wrap(_ident)
+
+
+@triton.jit
+def _rms(x_ptr, w_ptr, y_ptr, eps, H: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, H)
+    xv = tl.load(x_ptr + row * H + cols).to(tl.float32)
+    wv = tl.load(w_ptr + cols).to(tl.float32)
+    tl.store(y_ptr + row * H + cols, _RMS(xv, wv, eps).to(tl.bfloat16))
+
+
+def run(x, weight, eps, y):
+    _rms[(x.shape[0],)](x, weight, y, eps, H=x.shape[1])
