@@ -130,10 +130,15 @@ class TritonSnapshot:
         self.value_attrs = frozenset(n for n in names if n != "handle" and not n.startswith("__"))
         # and the interpreter's own machinery, which runs a kernel (its rewritten-function cache
         # is filled in place; the wrappers WriteAblation installed are already there)
+        from triton.runtime import autotuner as A
         from triton.runtime import interpreter as I
+        from triton.runtime import jit as J
 
-        machinery = [getattr(I, n) for n in ("InterpretedFunction", "GridExecutor", "InterpreterBuilder",
-                                             "FunctionRewriter") if isinstance(getattr(I, n, None), type)]
+        machinery = [getattr(m, n) for m, n in ((I, "InterpretedFunction"), (I, "GridExecutor"),
+                                                (I, "InterpreterBuilder"), (I, "FunctionRewriter"),
+                                                (J, "JITCallable"), (J, "ConstexprFunction"),
+                                                (A, "Autotuner"), (A, "Heuristics"))
+                     if isinstance(getattr(m, n, None), type)]
         self._class_dicts = [(t, {n: id(v) for n, v in vars(t).items() if n not in _LAZY})
                              for t in self._value_classes + machinery]
 
@@ -166,8 +171,8 @@ class TritonSnapshot:
 
     def value_classes_changed(self) -> Optional[str]:
         """The first attribute of Triton's value classes or of the interpreter's machinery
-        (``InterpretedFunction``, ``GridExecutor``, ``InterpreterBuilder``, ``FunctionRewriter``)
-        added or replaced since the snapshot (``tl.tensor.to = ...``,
+        (``InterpretedFunction``, ``GridExecutor``, ``InterpreterBuilder``, ``FunctionRewriter``,
+        ``ConstexprFunction`` and its base, the autotuner's ``Autotuner`` and ``Heuristics``) added or replaced since the snapshot (``tl.tensor.to = ...``,
         ``InterpretedFunction.rewritten_fn = ...``), as ``class.name``; None if none."""
         for cls, before in self._class_dicts:
             for name, value in vars(cls).items():
@@ -186,10 +191,10 @@ class TritonSnapshot:
         Triton's, or an instance of one of its classes."""
         if isinstance(value, type):
             return id(value) in self._classes
-        fn = getattr(value, "__func__", value)
-        code = getattr(fn, "__code__", None)
-        if isinstance(code, types.CodeType):
-            return self.code(code)
+        # by type, never by an attribute the value answers (tl.tuple answers any of its field names)
+        fn = value.__func__ if type(value) in _METHOD_TYPES else value
+        if type(fn) is types.FunctionType:
+            return self.code(fn.__code__)
         return id(type(value)) in self._classes
 
 
@@ -223,13 +228,16 @@ class JitBodyCheck:
         import math
 
         import triton.language as tl
+        from triton.runtime.autotuner import Autotuner, Heuristics
         from triton.runtime.interpreter import GridExecutor, InterpretedFunction
+        from triton.runtime.jit import ConstexprFunction
 
         self._snap = snapshot or TritonSnapshot()
         self._dis = dis.get_instructions
         self._parsed: Dict[int, Tuple[Any, list]] = {}   # id(code) -> (code, its instructions)
         self._builtins, self._math, self._tl = builtins, math, tl
         self._Interpreted, self._GridExecutor = InterpretedFunction, GridExecutor
+        self._Constexpr, self._wrappers = ConstexprFunction, (Autotuner, Heuristics)
 
     # -- the launch ---------------------------------------------------------------------------
     def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None]):
@@ -255,13 +263,17 @@ class JitBodyCheck:
         return self._launch_problem(kernel, kernel.rewrite(), args, kwargs)
 
     def _interpreted(self, fn_self):
-        """The ``InterpretedFunction`` (exactly that class) under ``fn_self``, through Triton's own
-        wrappers only (autotuner, heuristics); None otherwise."""
-        inner, depth = fn_self, 0
-        while type(inner) is not self._Interpreted and depth < 8 and not isinstance(inner, type) \
-                and self._snap.owns(inner) and hasattr(inner, "fn"):
-            inner, depth = inner.fn, depth + 1
-        return inner if type(inner) is self._Interpreted else None
+        """The ``InterpretedFunction`` (exactly that class) under ``fn_self``, through exactly
+        Triton's ``Autotuner`` and ``Heuristics`` wrappers, their ``fn`` read with ``vars()``;
+        None otherwise."""
+        inner = fn_self
+        for _ in range(8):
+            if type(inner) is self._Interpreted:
+                return inner
+            if type(inner) not in self._wrappers:
+                return None
+            inner = vars(inner).get("fn")
+        return None
 
     def _launch_problem(self, kernel, fn, args, kwargs) -> Optional[str]:
         name = getattr(kernel, "__name__", "?")
@@ -293,7 +305,7 @@ class JitBodyCheck:
         if self._interpreted(value) is not None:
             return self._function_problem(self._interpreted(value), self._interpreted(value).rewrite(), set())
         if self._snap.owns(value):
-            return None
+            return self._triton_object_problem(value, lambda v: self._argument_problem(v, depth + 1))
         return f"a {type(value).__name__}, not a tensor, a scalar, a dtype, a Triton object or a jit function"
 
     # -- one function's bytecode -----------------------------------------------------------------
@@ -337,7 +349,7 @@ class JitBodyCheck:
                 if attr == "handle" or attr.startswith("__"):
                     return f"{name} reads .{attr}, which no GPU kernel has"
                 if chain is not None and (isinstance(chain[0], types.ModuleType) or self._snap.owns(chain[0])):
-                    chain = [getattr(chain[0], attr, _MISSING), f"{chain[1]}.{attr}"]
+                    chain = [_attribute(chain[0], attr), f"{chain[1]}.{attr}"]
                     continue
                 if chain is None and attr not in self._snap.value_attrs:
                     return f"{name} reads .{attr}, not an attribute of Triton's values"
@@ -388,26 +400,54 @@ class JitBodyCheck:
         if isinstance(value, types.ModuleType):
             root = value.__name__.split(".")[0]
             return None if root in ("triton", "math") else f"uses the module {dotted} itself"
-        inner = getattr(value, "fn", None)
-        if self._snap.owns(value) and isinstance(inner, types.FunctionType) and not isinstance(value, type) \
-                and not self._snap.owns(inner) and self._interpreted(value) is None:
-            # a constexpr_function of the solution's: under the interpreter it runs on every launch
-            # with the kernel's values, so its body, and the jit functions it names, are held to a
-            # kernel's rules too
-            problem = self._read(inner, inner)
-            for callee in ([] if problem else self._jit_globals(inner)):
-                problem = self._function_problem(callee, callee.rewrite(), set())
-                if problem:
-                    break
-            return problem
-        if self._interpreted(value) is not None or self._snap.owns(value):
-            return None
+        if self._interpreted(value) is not None:
+            return None          # its body is read by _jit_globals
+        if self._snap.owns(value):
+            return self._triton_object_problem(value, lambda v: self._global_value_problem(v, f"{dotted}[...]"))
         if getattr(value, "__name__", None) in self.SAFE_BUILTINS \
                 and value is getattr(self._builtins, value.__name__, None):
             return None
         if isinstance(value, types.BuiltinFunctionType) and value is getattr(self._math, value.__name__, None):
             return None
         return f"uses {dotted}, a {type(value).__name__} (a GPU kernel cannot call Python)"
+
+    def _global_value_problem(self, value, dotted: str) -> Optional[str]:
+        """A value inside a global ``tl.tuple``: judged as a global, a jit function's body read."""
+        kernel = self._interpreted(value)
+        if kernel is not None:
+            return self._function_problem(kernel, kernel.rewrite(), set())
+        return self._end_chain([value, dotted])
+
+    def _triton_object_problem(self, value, judge: Callable[[Any], Optional[str]]) -> Optional[str]:
+        """Why an object of Triton's (``TritonSnapshot.owns``) is not one a kernel may hold: only
+        listed kinds pass -- Triton's classes and functions, dtypes, enum members, a ``tl.tuple``
+        whose values ``judge`` passes one by one, and a ``constexpr_function`` whose ``fn`` (read
+        with ``vars()``) is a plain function, Triton's or one whose body passes a kernel's rules."""
+        tl, kind = self._tl, type(value)
+        if isinstance(value, type) or kind in _FUNCTION_TYPES or isinstance(value, tl.dtype) \
+                or "__members__" in vars(kind):
+            return None
+        if kind is tl.tuple:
+            values = vars(value).get("values")
+            if type(values) is not list:
+                return "a tl.tuple without a list of values"
+            return next((p for p in map(judge, values) if p), None)
+        if kind is self._Constexpr:
+            fn = vars(value).get("fn")
+            if type(fn) is not types.FunctionType:
+                return f"a constexpr_function around a {type(fn).__name__}, not a function"
+            if self._snap.owns(fn):
+                return None
+            # a constexpr_function of the solution's: under the interpreter it runs on every launch
+            # with the kernel's values, so its body, and the jit functions it names, are held to a
+            # kernel's rules too
+            problem = self._read(fn, fn)
+            for callee in ([] if problem else self._jit_globals(fn)):
+                problem = self._function_problem(callee, callee.rewrite(), set())
+                if problem:
+                    break
+            return problem
+        return f"a Triton {kind.__name__}, not a kind of Triton object a kernel holds"
 
     def _jit_globals(self, fn):
         """The jit functions ``fn`` names, by global name or a chain of module attributes."""
@@ -428,6 +468,17 @@ class JitBodyCheck:
 
 
 _MISSING = object()
+_METHOD_TYPES = (types.MethodType, staticmethod, classmethod)
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType) + _METHOD_TYPES
+
+
+def _attribute(obj, name: str) -> Any:
+    """``getattr`` that answers ``_MISSING`` for any failure (``tl.tuple.__getattr__`` raises
+    ValueError for a name that is not one of its fields)."""
+    try:
+        return getattr(obj, name)
+    except Exception:
+        return _MISSING
 _PLAIN = (bool, int, float, str, type(None))     # constants, by exact type
 # left out of the comparison: created on first access (Python 3.10+), and what the interpreter's
 # own launch patches onto tl.tensor and restores (triton.runtime.interpreter._patch_lang_tensor)

@@ -246,6 +246,14 @@ CASES: List[Case] = [
     Case("jit_global_rebind_after_check", "rebinds a global jit helper to a numpy function after a checked launch", "demo",
          _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
          why="globals are looked up on every launch"),
+    Case("jit_constexpr_function_partial", "a constexpr_function whose fn is replaced on the instance by a "
+         "functools.partial of a numpy helper", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="a constexpr_function is accepted only with a plain function as its fn, read with vars(), whose body passes"),
+    Case("jit_tl_tuple_global", "a global tl.tuple holding a numpy helper, its field names answering .fn probes "
+         "with Triton's own functions", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="a tl.tuple is judged value by value; only listed kinds of Triton objects are accepted"),
     Case("honest_rt4_unusual", "honest: a jit function in a tuple argument, a lambda grid, static_range, a defaulted "
          "constexpr and a constexpr_function", "demo", PASS, why="unusual but GPU-valid Triton passes the jit-body check"),
     Case("honest_module_helper", "honest: jit helpers called through a sibling module's attribute", "demo", PASS,
