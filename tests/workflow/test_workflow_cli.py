@@ -86,3 +86,21 @@ def test_cli_console_on_a_run(tmp_path):
     assert (run / "report.html").is_file()
     res = runner.invoke(app, ["optimize", "--demo", "--run-dir", str(run)])
     assert res.exit_code == 2 and "already holds a run" in res.output
+
+
+@pytest.mark.slow
+def test_profile_reads_the_manifests_definition_and_drops_the_profilers_trace_lines():
+    """``profile`` without -d profiles the definition the manifest names; Kineto's ``USDT:`` lines
+    (written to file descriptor 2 by the profiler's C++ side) do not reach the user."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import kernelwright
+
+    demo = Path(kernelwright.__file__).parent / "solutions" / "demo_rmsnorm_triton"
+    res = subprocess.run([sys.executable, "-m", "kernelwright", "profile", str(demo), "--quick", "--device", "cpu"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "# Profile (torch.profiler, cpu)" in res.stdout and "demo-rmsnorm" in res.stdout
+    assert "USDT:" not in res.stdout + res.stderr

@@ -213,7 +213,7 @@ def run_report(run: Path = typer.Argument(..., help="Run folder."),
 
 
 def profile_cmd(solution: Path = typer.Argument(..., help="Solution folder."),
-                definition: str = typer.Option(..., "--definition", "-d", help="Definition name or alias."),
+                definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Definition name or alias (default: the manifest's definition)."),
                 quick: bool = typer.Option(False, "--quick", help="Reduced sizes."),
                 device: Optional[str] = typer.Option(None, "--device", help="cuda or cpu (default: cuda if present)."),
                 tool: str = typer.Option("auto", "--tool", help="auto, ncu or torch.")) -> None:
@@ -226,7 +226,7 @@ def profile_cmd(solution: Path = typer.Argument(..., help="Solution folder."),
         raise UsageError("--tool must be auto, ncu or torch")
     if tool == "ncu" and shutil.which("ncu") is None:
         raise UsageError("--tool ncu: no `ncu` on PATH (Nsight Compute); use --tool torch or auto")
-    argv: List[str] = [str(solution), "-d", definition, "--tool", tool] + (["--quick"] if quick else [])
+    argv: List[str] = [str(solution), "--tool", tool] + (["-d", definition] if definition else []) + (["--quick"] if quick else [])
     if device:
         argv += ["--device", device]
     raise typer.Exit(profiler.main(argv))

@@ -22,6 +22,7 @@ import argparse
 import csv
 import importlib
 import io
+import contextlib
 import json
 import os
 import shutil
@@ -63,6 +64,16 @@ def _mismatch(solution_dir: Path, definition: str) -> Optional[str]:
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
     return builtin.foreign_solution(sol)
+
+
+def _manifest_definition(solution_dir: Path) -> Tuple[str, Optional[str]]:
+    """The definition a solution folder's manifest names, and a one-line problem or None."""
+    from kernelwright.solutions import load_solution_folder
+
+    try:
+        return load_solution_folder(solution_dir).definition, None
+    except Exception as exc:
+        return "", f"{solution_dir}: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
 
 
 def _builtin(definition: str, quick: bool):
@@ -160,7 +171,7 @@ def _torch_profile(call, device, top: int = 8) -> List[Dict[str, Any]]:
     from torch.profiler import ProfilerActivity, profile
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=acts) as prof:
+    with _without_usdt_lines(), profile(activities=acts) as prof:
         for _ in range(3):
             call()
         if device.type == "cuda":
@@ -173,6 +184,26 @@ def _torch_profile(call, device, top: int = 8) -> List[Dict[str, Any]]:
     key = "self_device_us" if device.type == "cuda" else "self_cpu_us"
     rows.sort(key=lambda r: -r[key])
     return [r for r in rows[:top] if r[key] > 0]
+
+
+@contextlib.contextmanager
+def _without_usdt_lines():
+    """Standard error (the file descriptor: the profiler's C++ side writes there) through a
+    temporary file, passed on without Kineto's ``USDT:`` trace lines (profiler start / stop)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [line for line in tmp.read().splitlines(keepends=True) if not line.startswith(b"USDT:")]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 # -- Nsight Compute ---------------------------------------------------------------------------
@@ -311,7 +342,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernelwright.workflow.profiler",
                                  description="Bottleneck summary of a solution folder.")
     ap.add_argument("solution", type=Path)
-    ap.add_argument("-d", "--definition", required=True)
+    ap.add_argument("-d", "--definition", default=None,
+                    help="definition name or alias (default: the manifest's definition)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ap.add_argument("--tool", default="auto", choices=["auto", "ncu", "torch"])
@@ -326,6 +358,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not (args.solution / "manifest.json").is_file():
         print(f"error: {args.solution}: not a solution folder (no manifest.json)", file=sys.stderr)
         return 2
+    if args.definition is None:
+        args.definition, problem = _manifest_definition(args.solution)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     if args.target:
         _target(args.solution, args.definition, args.quick, args.target)
         return 0
