@@ -62,6 +62,10 @@ _MAX_PAGES_PER_ITEM = 32
 # Pipeline depth of the page loop (block-table entry, then the K page and its scales): 5 keeps
 # four 8 KB K pages in shared memory, three in flight.
 _SCORE_STAGES = 5
+# K width between promotions of the FP8 dot's accumulator to fp32 (tl.dot's
+# max_num_imprecise_acc; the dot's K is 128): 32 keeps the sorted-score check exact (see
+# _score_pages).
+IMPRECISE_ACC = 32
 # Warps of _filter_kernel: 16 scores and 16 candidates per thread at the tiles above, 128
 # registers (24 bytes of spill; ptxas, sm_90a, offline), one program and 8192 scores per SM.
 _FILTER_WARPS = 16
@@ -95,7 +99,8 @@ def _write_all_selected(seq, bt_row, out_row,
 def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, seq, n_pages, p_lo,
                  stride_qb, stride_qh, stride_wb,
                  H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
-                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr, STAGES: tl.constexpr):
+                 PAGES: tl.constexpr, HIST_BITS: tl.constexpr, STAGES: tl.constexpr,
+                 IMPRECISE: tl.constexpr):
     """Scores of row b's block-table slots [p_lo, p_lo + PAGES) below n_pages: stored to
     score_row (token positions), and one count per score added to hist_row[bin]."""
     offs_h = tl.arange(0, H)
@@ -113,11 +118,12 @@ def _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row, hist_row, b, se
         scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + offs_t)
         # Tokens as M: K is the K-major A operand, q^T (K-major, in shared memory once) the B
         # operand; the head sum then stays inside each warp.
-        # max_num_imprecise_acc=32: promote to fp32 after every 32-wide k step.  Hopper's
-        # default FP8 fast accumulation moves scores by ~1e-2 near the top-k threshold, enough
-        # to swap a token there and fail the sorted-score check (seen on the H200 for this
-        # kernel and for DeepGEMM's logits alike, workload 6b10b6da).
-        logits = tl.dot(k, qt, max_num_imprecise_acc=32)          # [PS, H] fp32
+        # max_num_imprecise_acc=IMPRECISE (IMPRECISE_ACC): promote to fp32 after every
+        # IMPRECISE-wide k step.  Hopper's default FP8 fast accumulation moves scores by ~1e-2
+        # near the top-k threshold, enough to swap a token there and fail the sorted-score
+        # check (seen on the H200 for this kernel and for DeepGEMM's logits alike, workload
+        # 6b10b6da).
+        logits = tl.dot(k, qt, max_num_imprecise_acc=IMPRECISE)   # [PS, H] fp32
         # The layout's per-token scales are amax / 448 >= 0, so relu(scale * x) equals
         # scale * relu(x): the scale is applied once per token, after the head sum.
         score = tl.sum(tl.maximum(logits, 0.0) * w[None, :], axis=1) * scale   # [PS]
@@ -252,7 +258,8 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
                   HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr, STAGES: tl.constexpr,
-                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
+                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr,
+                  IMPRECISE: tl.constexpr):
     """One program per work item of the call (see the module docstring); the grid covers a
     batch of full-width rows, programs past the call's item count return at once.
 
@@ -287,7 +294,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             _score_pages(q_ptr, k_ptr, ks_ptr, w_ptr, bt_row, score_row,
                          hist_row + (chunk % stripes) * NB, b, seq, (seq + PS - 1) // PS,
                          chunk * PAGES_PER_ITEM, stride_qb, stride_qh, stride_wb,
-                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS, STAGES)
+                         H, D, PS, ROW_BYTES, PAGES_PER_ITEM, HIST_BITS, STAGES, IMPRECISE)
             tl.debug_barrier()
             arrived = tl.atomic_add(arrive_ptr + b, 1, sem="acq_rel")
             if arrived == row_items - 1:
@@ -414,7 +421,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
              BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
              HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
              SELECT_HERE=plan.one_launch,
-             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, num_warps=4))]
+             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, IMPRECISE=IMPRECISE_ACC, num_warps=4))]
     if not plan.one_launch:
         small = batch * tokens <= _SMALL_FILTER_TOKENS
         tile = _SMALL_FILTER_TILE if small else _FILTER_TILE

@@ -50,6 +50,9 @@ HIST_MAX_BATCH = 8
 # Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
+# K width between promotions of the FP8 dot's accumulator to fp32 (tl.dot's
+# max_num_imprecise_acc; the dot's K is 128): 32 keeps the sorted-score check exact.
+IMPRECISE_ACC = 32
 _MAX_PAGES_PER_PROG = 8
 
 
@@ -59,7 +62,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   stride_qb, stride_qh, stride_wb, stride_btb, stride_sb, stride_hb,
                   TOPK: tl.constexpr, H: tl.constexpr, D: tl.constexpr, PS: tl.constexpr,
                   ROW_BYTES: tl.constexpr, PAGES_PER_PROG: tl.constexpr, HIST: tl.constexpr,
-                  HIST_BITS: tl.constexpr):
+                  HIST_BITS: tl.constexpr, IMPRECISE: tl.constexpr):
     """Scores of one row over pages [chunk*PAGES_PER_PROG, +PAGES_PER_PROG) of its block table
     (HIST: and one count per score into the row's histogram bin, hist_ptr [B, >= 2**HIST_BITS])."""
     b = tl.program_id(0)
@@ -87,11 +90,12 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
             scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + offs_t)
             # Tokens as M: K is the K-major A operand, q^T (K-major, in shared memory once)
             # the B operand; the head sum then stays inside each warp.
-            # max_num_imprecise_acc=32: promote to fp32 after every 32-wide k step.  Hopper's default
+            # max_num_imprecise_acc=IMPRECISE (IMPRECISE_ACC): promote to fp32 after every
+            # IMPRECISE-wide k step.  Hopper's default
             # FP8 fast accumulation moves scores by ~1e-2 near the top-k threshold, enough to swap a
             # token there and fail the sorted-score check (seen on the H200 for this kernel and for
             # DeepGEMM's logits alike, workload 6b10b6da).
-            logits = tl.dot(k, qt, max_num_imprecise_acc=32)  # [PS, H] fp32
+            logits = tl.dot(k, qt, max_num_imprecise_acc=IMPRECISE)  # [PS, H] fp32
             logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
             score = tl.sum(logits, axis=1)                        # [PS]
             tok = p * PS + offs_t
@@ -160,7 +164,7 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
                   TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PPD: tl.constexpr, GPP: tl.constexpr, TILE: tl.constexpr,
-                  HIST: tl.constexpr, HIST_BITS: tl.constexpr):
+                  HIST: tl.constexpr, HIST_BITS: tl.constexpr, IMPRECISE: tl.constexpr):
     """Scoring and top-k in one launch, grid (B, n_chunks).
 
     Program (b, chunk) scores GPP groups of PPD pages of row b (one FP8 tl.dot per group:
@@ -190,7 +194,7 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
             k = tl.load(k_ptr + page[:, None] * (PS * ROW_BYTES) + slot[:, None] * D
                         + offs_d[None, :])                        # [PPD*PS, D] fp8
             scale = tl.load(ks_ptr + page * (PS * ROW_BYTES // 4) + (PS * D // 4) + slot)
-            logits = tl.dot(k, qt, max_num_imprecise_acc=32)  # [PPD*PS, H] fp32 (exact promotion, see above)
+            logits = tl.dot(k, qt, max_num_imprecise_acc=IMPRECISE)  # [PPD*PS, H] fp32 (exact promotion, see above)
             logits = tl.maximum(logits * scale[:, None], 0.0) * w[None, :]
             score = tl.sum(logits, axis=1)
             tok = (p_lo + i * PPD) * PS + offs_t
@@ -384,7 +388,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
             block_table.stride(0), scores.stride(0), hist.stride(0), topk_indices.stride(0)),
             dict(TOPK=topk, TOPK_BLOCK=topk_block, H=shapes.heads, D=shapes.head_dim, PS=page_size,
                  ROW_BYTES=shapes.row_bytes, PPD=ppd, GPP=gpp, TILE=tile, HIST=use_hist, HIST_BITS=HIST_BITS,
-                 num_warps=num_warps, num_stages=2))], [scores]
+                 IMPRECISE=IMPRECISE_ACC, num_warps=num_warps, num_stages=2))], [scores]
     ppp = _pages_per_prog(batch, max_pages)
     split = schedule == "split"
     score = (_score_kernel, (batch, triton.cdiv(max_pages, ppp)), (
@@ -393,7 +397,8 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
         q_index_fp8.stride(0), q_index_fp8.stride(1), weights.stride(0),
         block_table.stride(0), scores.stride(0), hist.stride(0)),
         dict(TOPK=topk, H=shapes.heads, D=shapes.head_dim, PS=page_size, ROW_BYTES=shapes.row_bytes,
-             PAGES_PER_PROG=ppp, HIST=use_hist, HIST_BITS=HIST_BITS, num_warps=4, num_stages=3))
+             PAGES_PER_PROG=ppp, HIST=use_hist, HIST_BITS=HIST_BITS, IMPRECISE=IMPRECISE_ACC,
+             num_warps=4, num_stages=3))
     if split:
         select = (_topk_resident_kernel, (batch,), (
             scores, seq_lens, block_table, hist, topk_indices, max_pages,
