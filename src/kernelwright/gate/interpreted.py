@@ -18,6 +18,7 @@ Rules and the attacks they answer: docs/gate.md, section 2 (row 6) and section 3
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -94,13 +95,16 @@ class WriteAblation:
 
 
 class TritonSnapshot:
-    """What belongs to Triton, taken once, before the solution's import: the code objects and
-    the classes of every loaded ``triton`` module (functions, methods, properties, code nested in
-    them, defined in files under Triton's package folder), by identity -- a solution's function
-    compiled with a Triton file name, a module it registers later, or a ``__module__`` it sets
-    is none of them -- and the attribute names of the values a kernel body holds (``tl.tensor``,
-    ``tl.constexpr``, ``tl.dtype``, ``tl.tuple``, the built-in scalars and their bases), as
-    they were then."""
+    """What belongs to Triton, taken once, before the solution's import: the code objects, the
+    function objects and the classes of every loaded ``triton`` module (functions, methods,
+    properties, code nested in them, defined in files under Triton's package folder), by
+    identity -- a solution's function compiled with a Triton file name or made from Triton's code
+    with globals of its own, a module it registers later, or a ``__module__`` it sets is none of
+    them -- the attribute names of the values a kernel body holds (``tl.tensor``,
+    ``tl.constexpr``, ``tl.dtype``, ``tl.tuple``, the built-in scalars and their bases), and the
+    namespaces the interpreter runs through (every loaded Triton module, every Triton class, the
+    instances Triton's modules hold, ``math`` and ``builtins``), as they were then
+    (``changed``)."""
 
     def __init__(self) -> None:
         import triton.language as tl
@@ -109,13 +113,15 @@ class TritonSnapshot:
         importlib.import_module("triton.runtime.interpreter")
         importlib.import_module("triton.tools.tensor_descriptor")
         self._codes: set = set()
+        self._functions: set = set()
         self._classes: set = set()
         self._keep: List[Any] = []     # the objects themselves: ids stay unique while they live
         self._root = root
-        for name, module in list(sys.modules.items()):
-            if name == "triton" or name.startswith("triton."):
-                for obj in list(vars(module).values()):
-                    self._add(obj)
+        modules = [m for n, m in list(sys.modules.items())
+                   if (n == "triton" or n.startswith("triton.")) and isinstance(m, types.ModuleType)]
+        for module in modules:
+            for obj in list(vars(module).values()):
+                self._add(obj)
         # the values a body holds: the classes of triton.language.core (tensors, constexprs, dtypes,
         # pointer and block types, tuples...) and the plain constants a constexpr is (int.bit_length);
         # their attributes as the classes define them and as their __init__ sets them
@@ -139,13 +145,38 @@ class TritonSnapshot:
                                                 (J, "JITCallable"), (J, "ConstexprFunction"),
                                                 (A, "Autotuner"), (A, "Heuristics"))
                      if isinstance(getattr(m, n, None), type)]
-        self._class_dicts = [(t, {n: id(v) for n, v in vars(t).items() if n not in _LAZY})
-                             for t in self._value_classes + machinery]
+        # every namespace the interpreter reads: the value classes and the machinery above
+        # (strict), Triton's modules, its other classes, the instances its modules hold
+        # (interpreter_builder, interpreter_semantic, dtypes...), and math and builtins, whose
+        # functions a kernel body may call
+        import builtins
+        import math
+
+        strict = self._value_classes + machinery
+        spaces = [(t, "strict") for t in strict]
+        spaces += [(m, "module") for m in modules + [math, builtins]]
+        spaces += [(t, "class") for t in self._keep if isinstance(t, type) and not any(t is c for c in strict)]
+        seen = set()
+        for module in modules:
+            for value in list(vars(module).values()):
+                if id(type(value)) in self._classes and not isinstance(value, type) \
+                        and isinstance(getattr(value, "__dict__", None), dict) and id(value) not in seen:
+                    seen.add(id(value))
+                    spaces.append((value, "instance"))
+        self._spaces = [(obj, kind, _namespace(obj)) for obj, kind in spaces]
+        self._instances = seen
+        # what the interpreter's function rewriter copies into a jit function's module
+        # (FunctionRewriter._compile_and_exec), and the print it patches in as static_print
+        self._interpreter_globals = dict(vars(I))
+        self._print = builtins.print
 
     def _add(self, obj, depth: int = 0) -> None:
         fn = getattr(obj, "__func__", obj)          # staticmethod / classmethod
         code = getattr(fn, "__code__", None) if not isinstance(obj, type) else None
         if isinstance(code, types.CodeType):
+            if type(fn) is types.FunctionType and code.co_filename.startswith(self._root):
+                self._functions.add(id(fn))
+                self._keep.append(fn)
             self._add_code(code)
         elif isinstance(obj, property):
             for f in (obj.fget, obj.fset, obj.fdel):
@@ -169,18 +200,61 @@ class TritonSnapshot:
             if isinstance(const, types.CodeType):
                 self._add_code(const)
 
-    def value_classes_changed(self) -> Optional[str]:
-        """The first attribute of Triton's value classes or of the interpreter's machinery
-        (``InterpretedFunction``, ``GridExecutor``, ``InterpreterBuilder``, ``FunctionRewriter``,
-        ``ConstexprFunction`` and its base, the autotuner's ``Autotuner`` and ``Heuristics``) added or replaced since the snapshot (``tl.tensor.to = ...``,
-        ``InterpretedFunction.rewritten_fn = ...``), as ``class.name``; None if none."""
-        for cls, before in self._class_dicts:
-            for name, value in vars(cls).items():
-                if name not in _LAZY and before.get(name) != id(value):
-                    return f"{cls.__name__}.{name}"
-            if len(vars(cls)) - sum(n in _LAZY for n in vars(cls)) != len(before):
-                return f"{cls.__name__} (an attribute removed)"
+    def changed(self) -> Optional[str]:
+        """What was changed since the snapshot in a namespace the interpreter runs through, as
+        ``owner.name``; None if nothing.  Read between launches.
+
+        * Triton's value classes and the interpreter's machinery (``InterpretedFunction``,
+          ``GridExecutor``, ``InterpreterBuilder``, ``FunctionRewriter``, ``ConstexprFunction``
+          and its base, the autotuner's ``Autotuner`` and ``Heuristics``): any attribute added,
+          replaced or removed (``tl.tensor.to = ...``).
+        * Triton's modules and other classes, ``math`` and ``builtins``: an attribute that held
+          or now holds something callable, replaced or removed, and a callable added
+          (``TritonSemantic.mul = ...``, ``interpreter._implicit_cvt = ...``, ``math.eval =
+          eval``); data rebound (counters, caches), submodules imported later and the
+          interpreter's globals that its function rewriter copies into a jit function's module
+          pass.
+        * The instances Triton's modules hold (``interpreter_builder``): a callable added or
+          replaced in their ``__dict__``.
+
+        Triton's interpreter leaves its language patches (``_patch_lang``) in place after a
+        device-function call (``InterpretedFunction.__call__`` never restores them): a value
+        made by Triton's own code where the snapshot had another is put back, silently."""
+        for obj, kind, before in self._spaces:
+            name = self._namespace_change(obj, kind, before)
+            if name is not None:
+                return f"{getattr(obj, '__name__', type(obj).__name__)}.{name}"
         return None
+
+    def _namespace_change(self, obj, kind: str, before: Dict[str, Tuple[int, bool, Any]]) -> Optional[str]:
+        strict = kind == "strict"
+        now = vars(obj)
+        for name, (ident, was_callable, old) in before.items():
+            value = now.get(name, _MISSING)
+            if value is _MISSING:
+                if was_callable or strict:
+                    return name + " (removed)"
+                continue
+            if id(value) != ident and (was_callable or callable(value) or strict):
+                if was_callable and self._triton_patch(value):
+                    setattr(obj, name, old)      # Triton's leaked patch: the original back
+                    continue
+                return name
+        if len(now) != len(before):
+            for name, value in list(now.items()):
+                if name in before or name in _LAZY or not (callable(value) or strict):
+                    continue
+                if kind == "module" and (isinstance(value, types.ModuleType)
+                                         or self._interpreter_globals.get(name, _MISSING) is value):
+                    continue
+                return name + " (added)"
+        return None
+
+    def _triton_patch(self, value) -> bool:
+        """Whether ``value`` is what Triton's interpreter patches into its language modules and
+        classes for a call (a function of Triton's code, a partial of one, ``print``)."""
+        fn = value.func if type(value) is functools.partial else value
+        return fn is self._print or (type(fn) is types.FunctionType and self.code(fn.__code__))
 
     def code(self, code) -> bool:
         """Whether ``code`` is a code object of Triton's own."""
@@ -191,10 +265,19 @@ class TritonSnapshot:
         Triton's, or an instance of one of its classes."""
         if isinstance(value, type):
             return id(value) in self._classes
-        # by type, never by an attribute the value answers (tl.tuple answers any of its field names)
-        fn = value.__func__ if type(value) in _METHOD_TYPES else value
-        if type(fn) is types.FunctionType:
-            return self.code(fn.__code__)
+        # by type, never by an attribute the value answers (tl.tuple answers any of its field
+        # names); a function by identity (Triton's code with the solution's globals is not
+        # Triton's); a bound method only of Triton's function on an object Triton's modules held
+        # at the snapshot (interpreter_semantic.to_tensor, which every rewritten body calls) or
+        # on a class of Triton's
+        if type(value) is types.FunctionType:
+            return id(value) in self._functions
+        if type(value) is types.MethodType:
+            owner = value.__self__
+            return self.owns(value.__func__) and (id(owner) in self._instances or
+                                                   (isinstance(owner, type) and id(owner) in self._classes))
+        if type(value) in (staticmethod, classmethod):
+            return self.owns(value.__func__)
         return id(type(value)) in self._classes
 
 
@@ -235,7 +318,10 @@ class JitBodyCheck:
         self._snap = snapshot or TritonSnapshot()
         self._dis = dis.get_instructions
         self._parsed: Dict[int, Tuple[Any, list]] = {}   # id(code) -> (code, its instructions)
-        self._builtins, self._math, self._tl = builtins, math, tl
+        self._builtins, self._tl = builtins, tl
+        # the functions a body may call from builtins and math, as they were at the gate's start
+        self._safe_builtins = {n: getattr(builtins, n) for n in self.SAFE_BUILTINS}
+        self._math_fns = {n: v for n, v in vars(math).items() if isinstance(v, types.BuiltinFunctionType)}
         self._Interpreted, self._GridExecutor = InterpretedFunction, GridExecutor
         self._Constexpr, self._wrappers = ConstexprFunction, (Autotuner, Heuristics)
 
@@ -248,11 +334,15 @@ class JitBodyCheck:
             note("not a Triton kernel the interpreter launches")
             return None
         fn = kernel.rewrite()
-        why = self._launch_problem(kernel, fn, args, kwargs)
-        if why is not None:
-            note(why)
         grid = kwargs.pop("grid")
         kwargs.pop("warmup", None)
+        if callable(grid):
+            # the solution's grid function runs here, before the check, never inside the launch
+            # (GridExecutor would call it after the check, with the interpreter's patches on)
+            grid = tuple(grid(_grid_arguments(kernel.fn, args, kwargs)))
+        why = self._launch_problem(kernel, fn, args, dict(kwargs, grid=grid))
+        if why is not None:
+            note(why)
         return self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
 
     def check(self, fn_self, args: tuple, kwargs: Dict[str, Any]) -> Optional[str]:
@@ -277,9 +367,9 @@ class JitBodyCheck:
 
     def _launch_problem(self, kernel, fn, args, kwargs) -> Optional[str]:
         name = getattr(kernel, "__name__", "?")
-        changed = self._snap.value_classes_changed()
+        changed = self._snap.changed()
         if changed:
-            return f"{name}: Triton's {changed} was changed after the gate started (the interpreter or a kernel's values run it)"
+            return f"{name}: {changed} was changed after the gate started (the interpreter or a kernel's body runs it)"
         if kernel.pre_run_hooks:
             return f"{name} has Triton pre-run hooks (host code inside the launch)"
         py = kernel.fn
@@ -404,10 +494,7 @@ class JitBodyCheck:
             return None          # its body is read by _jit_globals
         if self._snap.owns(value):
             return self._triton_object_problem(value, lambda v: self._global_value_problem(v, f"{dotted}[...]"))
-        if getattr(value, "__name__", None) in self.SAFE_BUILTINS \
-                and value is getattr(self._builtins, value.__name__, None):
-            return None
-        if isinstance(value, types.BuiltinFunctionType) and value is getattr(self._math, value.__name__, None):
+        if any(value is f for f in self._safe_builtins.values()) or any(value is f for f in self._math_fns.values()):
             return None
         return f"uses {dotted}, a {type(value).__name__} (a GPU kernel cannot call Python)"
 
@@ -470,6 +557,28 @@ class JitBodyCheck:
 _MISSING = object()
 _METHOD_TYPES = (types.MethodType, staticmethod, classmethod)
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType) + _METHOD_TYPES
+
+
+def _grid_arguments(py_fn, args: tuple, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The launch's arguments by parameter name, defaults included, as a grid function reads
+    them (``meta["BLOCK"]``); the values as passed (the interpreter would pass its own
+    conversions of tensors and integers)."""
+    import inspect
+
+    names = inspect.getfullargspec(py_fn).args
+    return inspect.getcallargs(py_fn, *args, **{k: v for k, v in kwargs.items() if k in names})
+
+
+def _namespace(obj) -> Dict[str, Tuple[int, bool, Any]]:
+    """``vars(obj)`` as {name: (id of the value, whether it is callable, the value if it is)}:
+    callables are kept to be put back (``TritonSnapshot._namespace_change``), data is compared
+    by identity."""
+    out = {}
+    for n, v in list(vars(obj).items()):
+        if n not in _LAZY:
+            c = callable(v)
+            out[n] = (id(v), c, v if c else None)
+    return out
 
 
 def _attribute(obj, name: str) -> Any:
