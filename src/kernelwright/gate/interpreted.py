@@ -152,9 +152,13 @@ class TritonSnapshot:
         import builtins
         import math
 
+        import inspect
+
+        import numpy
+
         strict = self._value_classes + machinery
         spaces = [(t, "strict") for t in strict]
-        spaces += [(m, "module") for m in modules + [math, builtins]]
+        spaces += [(m, "module") for m in modules + [math, builtins, numpy, inspect, functools]]
         spaces += [(t, "class") for t in self._keep if isinstance(t, type) and not any(t is c for c in strict)]
         seen = set()
         for module in modules:
@@ -163,7 +167,7 @@ class TritonSnapshot:
                         and isinstance(getattr(value, "__dict__", None), dict) and id(value) not in seen:
                     seen.add(id(value))
                     spaces.append((value, "instance"))
-        self._spaces = [(obj, kind, _namespace(obj)) for obj, kind in spaces]
+        self._spaces = [(obj, kind, type(obj), _namespace(obj)) for obj, kind in spaces]
         self._instances = seen
         # what the interpreter's function rewriter copies into a jit function's module
         # (FunctionRewriter._compile_and_exec), and the print it patches in as static_print
@@ -220,31 +224,44 @@ class TritonSnapshot:
         Triton's interpreter leaves its language patches (``_patch_lang``) in place after a
         device-function call (``InterpretedFunction.__call__`` never restores them): a value
         made by Triton's own code where the snapshot had another is put back, silently."""
-        for obj, kind, before in self._spaces:
+        for obj, kind, kind_type, before in self._spaces:
+            if type(obj) is not kind_type:
+                return f"{object.__repr__(obj)} (its __class__ replaced)"
             name = self._namespace_change(obj, kind, before)
             if name is not None:
-                return f"{getattr(obj, '__name__', type(obj).__name__)}.{name}"
+                owner = obj.__qualname__ if isinstance(obj, type) else vars(obj).get("__name__", kind_type.__name__)
+                return f"{owner}.{name}"
         return None
 
-    def _namespace_change(self, obj, kind: str, before: Dict[str, Tuple[int, bool, Any]]) -> Optional[str]:
-        strict = kind == "strict"
+    def _namespace_change(self, obj, kind: str, before: Dict[str, Tuple[int, Any]]) -> Optional[str]:
+        """Modules and classes: every value by identity, but data of a plain type rebound to data
+        of a plain type in a module (counters, flags), submodules imported later, and the
+        interpreter's globals its rewriter copies into a jit function's module.  Instances: a
+        callable, or an object that is neither plain data nor an array, added or replaced."""
         now = vars(obj)
-        for name, (ident, was_callable, old) in before.items():
+        for name, (ident, old) in before.items():
             value = now.get(name, _MISSING)
             if value is _MISSING:
-                if was_callable or strict:
+                if kind != "instance" or not _data(old):
                     return name + " (removed)"
                 continue
-            if id(value) != ident and (was_callable or callable(value) or strict):
-                if was_callable and self._triton_patch(value):
-                    setattr(obj, name, old)      # Triton's leaked patch: the original back
-                    continue
-                return name
+            if id(value) == ident:
+                continue
+            if kind == "instance" and _data(old) and _data(value):
+                continue
+            if kind == "module" and type(old) in _PLAIN and type(value) in _PLAIN:
+                continue
+            if callable(old) and self._triton_patch(value):
+                setattr(obj, name, old)      # Triton's leaked patch: the original back
+                continue
+            return name
         if len(now) != len(before):
             for name, value in list(now.items()):
-                if name in before or name in _LAZY or not (callable(value) or strict):
+                if name in before or name in _LAZY:
                     continue
-                if kind == "module" and (isinstance(value, types.ModuleType)
+                if kind == "instance" and _data(value):
+                    continue
+                if kind == "module" and (isinstance(value, types.ModuleType) or type(value) in _PLAIN
                                          or self._interpreter_globals.get(name, _MISSING) is value):
                     continue
                 return name + " (added)"
@@ -305,10 +322,14 @@ class JitBodyCheck:
                                "tuple", "zip", "enumerate", "abs", "divmod", "pow", "round", "reversed"})
     _LOAD_ATTR = ("LOAD_ATTR", "LOAD_METHOD", "LOAD_SUPER_ATTR")
 
-    def __init__(self, snapshot: Optional[TritonSnapshot] = None) -> None:
+    def __init__(self, snapshot: Optional[TritonSnapshot] = None,
+                 gate_modes: Callable[[], tuple] = tuple) -> None:
         import builtins
         import dis
+        import gc
         import math
+        import signal
+        import threading
 
         import triton.language as tl
         from triton.runtime.autotuner import Autotuner, Heuristics
@@ -324,6 +345,14 @@ class JitBodyCheck:
         self._math_fns = {n: v for n, v in vars(math).items() if isinstance(v, types.BuiltinFunctionType)}
         self._Interpreted, self._GridExecutor = InterpretedFunction, GridExecutor
         self._Constexpr, self._wrappers = ConstexprFunction, (Autotuner, Heuristics)
+        # what may run code inside a launch besides the kernel, as it was before the solution's
+        # import: torch function modes (only the gate's own), gc callbacks, signal handlers, threads
+        self._gate_modes = gate_modes
+        self._gc, self._threading = gc, threading
+        self._gc_callbacks = [id(c) for c in gc.callbacks]
+        self._signal = signal
+        self._signals = _signal_handlers(signal)
+        self._threads = set(sys._current_frames())
 
     # -- the launch ---------------------------------------------------------------------------
     def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None]):
@@ -339,11 +368,43 @@ class JitBodyCheck:
         if callable(grid):
             # the solution's grid function runs here, before the check, never inside the launch
             # (GridExecutor would call it after the check, with the interpreter's patches on)
-            grid = tuple(grid(_grid_arguments(kernel.fn, args, kwargs)))
-        why = self._launch_problem(kernel, fn, args, dict(kwargs, grid=grid))
+            grid = grid(_grid_arguments(kernel.fn, args, kwargs))
+        grid = _exact_grid(grid)    # exact ints: no object of the solution's in range() later
+        why = self._launch_problem(kernel, fn, args, dict(kwargs, grid=grid)) or self._hooks_problem()
         if why is not None:
             note(why)
-        return self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
+        enabled = self._gc.isenabled()
+        self._gc.disable()          # no finalizer or gc callback of the solution's mid-launch
+        try:
+            return self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
+        finally:
+            if enabled:
+                self._gc.enable()
+
+    def _hooks_problem(self) -> Optional[str]:
+        """What could run the solution's code inside the launch after this check, besides the
+        kernel: a profile or trace function, a torch dispatch mode or a function mode not the
+        gate's own, a gc callback or signal handler added since the gate started, a Python
+        thread started since then (but multiprocessing's own)."""
+        if sys.getprofile() is not None or sys.gettrace() is not None:
+            return "a profile or trace function is set (it would run inside the launch)"
+        if torch._C._len_torch_dispatch_stack():
+            return "a torch dispatch mode is on (it would run inside the launch)"
+        allowed = self._gate_modes()
+        if any(type(m) not in allowed for m in torch.overrides._get_current_function_mode_stack()):
+            return "a torch function mode of the solution's is on (it would run inside the launch)"
+        if [id(c) for c in self._gc.callbacks] != self._gc_callbacks:
+            return "gc.callbacks changed since the gate started"
+        if _signal_handlers(self._signal) != self._signals:
+            return "a signal handler changed since the gate started (it would run inside the launch)"
+        me = self._threading.get_ident()
+        for ident in set(sys._current_frames()) - self._threads - {me}:
+            thread = self._threading._active.get(ident)
+            target = getattr(thread, "_target", None)
+            if type(thread) is not self._threading.Thread or \
+                    not (getattr(target, "__module__", "") or "").startswith("multiprocessing."):
+                return "a Python thread started after the gate runs beside the launch"
+        return None
 
     def check(self, fn_self, args: tuple, kwargs: Dict[str, Any]) -> Optional[str]:
         """None if the launch would run what a GPU kernel could, else why not (one line)."""
@@ -559,6 +620,33 @@ _METHOD_TYPES = (types.MethodType, staticmethod, classmethod)
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType) + _METHOD_TYPES
 
 
+def _exact_grid(grid) -> Tuple[int, ...]:
+    """A launch grid as a tuple of at most three exact ints (``operator.index`` of each entry,
+    run here, before the check).
+
+    Raises:
+        TypeError: an entry is not an integer.
+    """
+    import operator
+
+    values = tuple(grid) if type(grid) in (tuple, list) else (grid,)
+    out = tuple(operator.index(g) for g in values)
+    if len(out) > 3 or any(type(g) is not int for g in out):
+        raise TypeError(f"a launch grid of at most three integers, not {values!r}"[:200])
+    return out
+
+
+def _signal_handlers(signal) -> Dict[int, int]:
+    """{signal number: id of its handler} for every signal whose handler Python can read."""
+    out = {}
+    for n in signal.valid_signals():
+        try:
+            out[int(n)] = id(signal.getsignal(n))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def _grid_arguments(py_fn, args: tuple, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """The launch's arguments by parameter name, defaults included, as a grid function reads
     them (``meta["BLOCK"]``); the values as passed (the interpreter would pass its own
@@ -569,16 +657,25 @@ def _grid_arguments(py_fn, args: tuple, kwargs: Dict[str, Any]) -> Dict[str, Any
     return inspect.getcallargs(py_fn, *args, **{k: v for k, v in kwargs.items() if k in names})
 
 
-def _namespace(obj) -> Dict[str, Tuple[int, bool, Any]]:
-    """``vars(obj)`` as {name: (id of the value, whether it is callable, the value if it is)}:
-    callables are kept to be put back (``TritonSnapshot._namespace_change``), data is compared
-    by identity."""
-    out = {}
-    for n, v in list(vars(obj).items()):
-        if n not in _LAZY:
-            c = callable(v)
-            out[n] = (id(v), c, v if c else None)
-    return out
+def _namespace(obj) -> Dict[str, Tuple[int, Any]]:
+    """``vars(obj)`` as {name: (id of the value, the value)}: kept to be compared by identity
+    and, for Triton's leaked patches, put back (``TritonSnapshot._namespace_change``)."""
+    return {n: (id(v), v) for n, v in list(vars(obj).items()) if n not in _LAZY}
+
+
+def _data(value) -> bool:
+    """Whether ``value`` is plain data an instance of Triton's may rebind as it runs (scalars,
+    strings, tuples/lists/dicts of them, numpy arrays): nothing callable, no object with
+    methods of its own."""
+    import numpy
+
+    if type(value) in _PLAIN or type(value) is numpy.ndarray or isinstance(value, numpy.generic):
+        return True
+    if type(value) in (tuple, list):
+        return all(_data(v) for v in value)
+    if type(value) is dict:
+        return all(_data(k) and _data(v) for k, v in value.items())
+    return False
 
 
 def _attribute(obj, name: str) -> Any:
@@ -589,9 +686,11 @@ def _attribute(obj, name: str) -> Any:
     except Exception:
         return _MISSING
 _PLAIN = (bool, int, float, str, type(None))     # constants, by exact type
-# left out of the comparison: created on first access (Python 3.10+), and what the interpreter's
-# own launch patches onto tl.tensor and restores (triton.runtime.interpreter._patch_lang_tensor)
-_LAZY = frozenset({"__annotations__", "__index__", "__bool__", "__repr__", "__str__", "T"})
+# left out of the comparison: created on first access (Python 3.10+), what the interpreter's
+# own launch patches onto tl.tensor and restores (triton.runtime.interpreter._patch_lang_tensor),
+# and the registry a module gets when a warning is issued from its code
+_LAZY = frozenset({"__annotations__", "__index__", "__bool__", "__repr__", "__str__", "T",
+                   "__warningregistry__"})
 
 
 def _one_line(exc: BaseException) -> str:

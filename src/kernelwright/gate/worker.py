@@ -157,6 +157,9 @@ class LaunchCounter:
         self._code = None
         self._launcher_codes: Callable[[Any], bool] = lambda code: False
         self._unlowered: Callable[[], Dict[str, str]] = dict
+        # the torch function-mode classes of the gate's own (HostOpRecorder's), the only modes
+        # the CPU jit-body check lets stand on the stack during a launch
+        self.gate_modes: List[type] = []
 
     @property
     def total(self) -> int:
@@ -255,7 +258,7 @@ class LaunchCounter:
         launcher.run = run
         if interpreter:     # what is Triton's, this wrapper included, before any solution code runs
             snapshot = interpreted.TritonSnapshot()
-            lowering = interpreted.JitBodyCheck(snapshot)
+            lowering = interpreted.JitBodyCheck(snapshot, gate_modes=lambda: tuple(self.gate_modes))
         self._code = run.__code__
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
         def set_ablate(on: bool, ranges) -> None:
@@ -478,6 +481,7 @@ class HostOpRecorder:
                 agg[2] += elements
                 return out
 
+        counter.gate_modes[:] = counter.gate_modes[-3:] + [_Recorder]
         return _Recorder()
 
 

@@ -1,0 +1,43 @@
+"""A non-callable descriptor (property) added to TritonSemantic: 'builder' becomes a property that
+answers an evil builder for every TritonSemantic instance (the _patch_attr semantics included).
+The snapshot flags only *callable* additions to Triton's non-strict classes.
+Found by the seventh CPU red-team pass (2026-12-07).  Expected: BUILD_FAILED -- any attribute added
+to a Triton class is named.  CPU only.
+"""
+import numpy as np
+import triton
+import triton.language as tl
+import triton.runtime.interpreter as I
+from triton.language.semantic import TritonSemantic
+from triton.runtime.interpreter import TensorHandle
+
+_EPS = [1e-6]
+
+
+class _B(I.InterpreterBuilder):
+    def create_fmul(self, a, b):
+        da, db = np.asarray(a.data), np.asarray(b.data)
+        if da.dtype == np.float32 and da.ndim == 1 and da.shape == db.shape and da.size == 512:
+            r = da / np.sqrt((da * da).mean() + _EPS[0]) * db
+            return TensorHandle(r.astype(np.float32), a.dtype.scalar)
+        return super().create_fmul(a, b)
+
+
+_evil = _B()
+_evil.__dict__ = I.interpreter_builder.__dict__   # grid index shared
+print("builder in TritonSemantic dict:", "builder" in vars(TritonSemantic))
+TritonSemantic.builder = property(lambda self: _evil, lambda self, v: None)
+
+@triton.jit
+def _rms(x_ptr, w_ptr, y_ptr, H: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, H)
+    xv = tl.load(x_ptr + row * H + cols).to(tl.float32)
+    wv = tl.load(w_ptr + cols).to(tl.float32)
+    tl.store(y_ptr + row * H + cols, (xv * wv).to(tl.bfloat16))
+
+
+def run(x, weight, eps, y):
+    _EPS[0] = float(eps)
+    _rms[(x.shape[0],)](x, weight, y, H=x.shape[1])
+
