@@ -157,9 +157,16 @@ class TritonSnapshot:
         import numpy
 
         strict = self._value_classes + machinery
+        # numpy whole: the interpreter's arithmetic and reductions run through its Python layer
+        # (np.sum -> numpy._core.fromnumeric._wrapreduction, np.vectorize for tl.erf)
+        np_modules = [m for n, m in list(sys.modules.items())
+                      if (n == "numpy" or n.startswith("numpy.")) and isinstance(m, types.ModuleType)]
+        np_classes = {id(v): v for m in np_modules for v in list(vars(m).values())
+                      if isinstance(v, type) and (getattr(v, "__module__", "") or "").split(".")[0] == "numpy"}
         spaces = [(t, "strict") for t in strict]
-        spaces += [(m, "module") for m in modules + [math, builtins, numpy, inspect, functools]]
+        spaces += [(m, "module") for m in modules + np_modules + [math, builtins, inspect, functools]]
         spaces += [(t, "class") for t in self._keep if isinstance(t, type) and not any(t is c for c in strict)]
+        spaces += [(t, "class") for t in np_classes.values()]
         seen = set()
         for module in modules:
             for value in list(vars(module).values()):
@@ -234,6 +241,7 @@ class TritonSnapshot:
         return None
 
     def _namespace_change(self, obj, kind: str, before: Dict[str, Tuple[int, Any]]) -> Optional[str]:
+        lazy = _lazy_names(obj)
         """Modules and classes: every value by identity, but data of a plain type rebound to data
         of a plain type in a module (counters, flags), submodules imported later, and the
         interpreter's globals its rewriter copies into a jit function's module.  Instances: a
@@ -255,9 +263,12 @@ class TritonSnapshot:
                 setattr(obj, name, old)      # Triton's leaked patch: the original back
                 continue
             return name
-        if len(now) != len(before):
+        if len(now) != len(before) + sum(n in lazy for n in now):
             for name, value in list(now.items()):
-                if name in before or name in _LAZY:
+                if name in before or name in lazy:
+                    continue
+                if callable(value) and self._triton_patch(value):
+                    delattr(obj, name)         # Triton's leaked patch of a name it added
                     continue
                 if kind == "instance" and _data(value):
                     continue
@@ -353,6 +364,17 @@ class JitBodyCheck:
         self._signal = signal
         self._signals = _signal_handlers(signal)
         self._threads = set(sys._current_frames())
+        # audit hooks cannot be listed or removed: refuse every later one (a RuntimeError from a
+        # hook on the "sys.addaudithook" event keeps the new hook out) and remember the attempt
+        self._audit_attempts: List[str] = []
+        attempts = self._audit_attempts
+
+        def refuse_audit_hooks(event, _args):
+            if event == "sys.addaudithook":
+                attempts.append(event)
+                raise RuntimeError("kernelwright: no audit hooks in a worker")
+
+        sys.addaudithook(refuse_audit_hooks)
 
     # -- the launch ---------------------------------------------------------------------------
     def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None]):
@@ -376,10 +398,16 @@ class JitBodyCheck:
         enabled = self._gc.isenabled()
         self._gc.disable()          # no finalizer or gc callback of the solution's mid-launch
         try:
-            return self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
+            result = self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
         finally:
             if enabled:
                 self._gc.enable()
+        # read again before the solution's code runs: what was planted inside the launch and
+        # would be taken away after it (a hook that ran mid-launch) is still there now
+        after = self._snap.changed() or self._hooks_problem()
+        if after is not None and why is None:
+            note(f"{getattr(kernel, '__name__', '?')}: during the launch: {after}")
+        return result
 
     def _hooks_problem(self) -> Optional[str]:
         """What could run the solution's code inside the launch after this check, besides the
@@ -397,13 +425,14 @@ class JitBodyCheck:
             return "gc.callbacks changed since the gate started"
         if _signal_handlers(self._signal) != self._signals:
             return "a signal handler changed since the gate started (it would run inside the launch)"
-        me = self._threading.get_ident()
-        for ident in set(sys._current_frames()) - self._threads - {me}:
-            thread = self._threading._active.get(ident)
-            target = getattr(thread, "_target", None)
-            if type(thread) is not self._threading.Thread or \
-                    not (getattr(target, "__module__", "") or "").startswith("multiprocessing."):
-                return "a Python thread started after the gate runs beside the launch"
+        allowed = self._threads | {self._threading.get_ident()}
+        sharer = getattr(sys.modules.get("multiprocessing.resource_sharer"), "_resource_sharer", None)
+        if getattr(sharer, "_thread", None) is not None:
+            allowed = allowed | {sharer._thread.ident}    # multiprocessing's descriptor handover
+        if set(sys._current_frames()) - allowed:
+            return "a Python thread started after the gate runs beside the launch"
+        if self._audit_attempts:
+            return "the solution tried to add an audit hook (it would run inside the launch)"
         return None
 
     def check(self, fn_self, args: tuple, kwargs: Dict[str, Any]) -> Optional[str]:
@@ -660,7 +689,16 @@ def _grid_arguments(py_fn, args: tuple, kwargs: Dict[str, Any]) -> Dict[str, Any
 def _namespace(obj) -> Dict[str, Tuple[int, Any]]:
     """``vars(obj)`` as {name: (id of the value, the value)}: kept to be compared by identity
     and, for Triton's leaked patches, put back (``TritonSnapshot._namespace_change``)."""
-    return {n: (id(v), v) for n, v in list(vars(obj).items()) if n not in _LAZY}
+    lazy = _lazy_names(obj)
+    return {n: (id(v), v) for n, v in list(vars(obj).items()) if n not in lazy}
+
+
+def _lazy_names(obj) -> frozenset:
+    """The names left out of ``obj``'s comparison: ``_LAZY`` everywhere, and on ``tl.tensor``
+    what the interpreter's launch patches onto it (``_patch_lang_tensor``)."""
+    import triton.language as tl
+
+    return _LAZY | _TENSOR_PATCHED if obj is tl.tensor else _LAZY
 
 
 def _data(value) -> bool:
@@ -686,11 +724,11 @@ def _attribute(obj, name: str) -> Any:
     except Exception:
         return _MISSING
 _PLAIN = (bool, int, float, str, type(None))     # constants, by exact type
-# left out of the comparison: created on first access (Python 3.10+), what the interpreter's
-# own launch patches onto tl.tensor and restores (triton.runtime.interpreter._patch_lang_tensor),
-# and the registry a module gets when a warning is issued from its code
-_LAZY = frozenset({"__annotations__", "__index__", "__bool__", "__repr__", "__str__", "T",
-                   "__warningregistry__"})
+# left out of the comparison: created on first access (Python 3.10+), and the registry a module
+# gets when a warning is issued from its code; on tl.tensor also what the interpreter's launch
+# patches onto it and restores (triton.runtime.interpreter._patch_lang_tensor)
+_LAZY = frozenset({"__annotations__", "__warningregistry__"})
+_TENSOR_PATCHED = frozenset({"__index__", "__bool__", "__repr__", "__str__", "T"})
 
 
 def _one_line(exc: BaseException) -> str:
