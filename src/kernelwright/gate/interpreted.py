@@ -167,6 +167,14 @@ class TritonSnapshot:
         spaces += [(m, "module") for m in modules + np_modules + [math, builtins, inspect, functools]]
         spaces += [(t, "class") for t in self._keep if isinstance(t, type) and not any(t is c for c in strict)]
         spaces += [(t, "class") for t in np_classes.values()]
+        # torch's Python layer on the launch's argument path (GridExecutor copies each tensor's
+        # storage to the host and back: Tensor.untyped_storage, _StorageBase.cpu, copy_ ...)
+        import torch.storage
+
+        spaces += [(torch.storage, "module"), (sys.modules["torch._tensor"], "module")]
+        spaces += [(t, "class") for t in dict.fromkeys(
+            k for c in (torch.Tensor, torch.UntypedStorage, torch.TypedStorage) for k in c.__mro__
+            if k is not object and isinstance(getattr(k, "__dict__", None), types.MappingProxyType))]
         seen = set()
         for module in modules:
             for value in list(vars(module).values()):
@@ -249,6 +257,8 @@ class TritonSnapshot:
         now = vars(obj)
         for name, (ident, old) in before.items():
             value = now.get(name, _MISSING)
+            if value is old:
+                continue
             if value is _MISSING:
                 if kind != "instance" or not _data(old):
                     return name + " (removed)"
@@ -724,10 +734,10 @@ def _attribute(obj, name: str) -> Any:
     except Exception:
         return _MISSING
 _PLAIN = (bool, int, float, str, type(None))     # constants, by exact type
-# left out of the comparison: created on first access (Python 3.10+), and the registry a module
-# gets when a warning is issued from its code; on tl.tensor also what the interpreter's launch
+# left out of the comparison: created on first access (Python 3.10+), the registry a module gets
+# when a warning is issued from its code, and copyreg's cache of a class's slot names (pickling); on tl.tensor also what the interpreter's launch
 # patches onto it and restores (triton.runtime.interpreter._patch_lang_tensor)
-_LAZY = frozenset({"__annotations__", "__warningregistry__"})
+_LAZY = frozenset({"__annotations__", "__warningregistry__", "__slotnames__"})
 _TENSOR_PATCHED = frozenset({"__index__", "__bool__", "__repr__", "__str__", "T"})
 
 

@@ -320,6 +320,12 @@ CASES: List[Case] = [
     Case("interp_audit_hook_code_access", "an audit hook on object.__getattr__ plants a numpy method inside the launch", "demo",
          _r(guards.TOLERANCE, guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
          why="no audit hook can be added after the gate starts; the attempt is named"),
+    Case("interp_storage_cpu_hook", "torch.storage._StorageBase.cpu replaced around the launch: the host copy plants a numpy method on the builder", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="torch's Python layer on the launch's argument path is watched like Triton's"),
+    Case("interp_tensor_classdict_shadow", "torch.Tensor.untyped_storage shadowed around the launch: it plants a numpy method on the builder and removes it", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="torch's Python layer on the launch's argument path is watched like Triton's"),
     Case("honest_rt4_unusual", "honest: a jit function in a tuple argument, a lambda grid, static_range, a defaulted "
          "constexpr and a constexpr_function", "demo", PASS, why="unusual but GPU-valid Triton passes the jit-body check"),
     Case("honest_module_helper", "honest: jit helpers called through a sibling module's attribute", "demo", PASS,
