@@ -5,13 +5,18 @@ before any solution code runs:
 * ``WriteAblation``: the provenance ablation call runs every launch with Triton's stores dropped
   (and its atomics into the outputs), so outputs that still come out right were written by
   something else (``evaluate._check_ablation``: HOST_COMPUTE).
-* ``TritonSnapshot``: what is Triton's own (code objects, classes, the attributes of its value
-  types), by identity, taken before the solution's import: the host-op recorder leaves out the
-  interpreter's own glue inside a launch and nothing else, and the jit-body check trusts it.
+* ``TritonSnapshot``: what is Triton's own (code objects, functions, classes, the attributes of
+  its value types), by identity, taken before the solution's import: the host-op recorder leaves
+  out the interpreter's own glue inside a launch and nothing else, and the jit-body check trusts
+  it; and every namespace the interpreter runs a body through (Triton's modules, classes and
+  module-held instances, numpy, torch's tensor and storage classes, math, builtins, inspect,
+  functools), compared by identity and type at each launch (``changed``).
 * ``JitBodyCheck``: every launched kernel's body calls only what a GPU kernel can (Triton's
   language, jit functions, ``math``, methods of its values): a ``@triton.jit`` body that calls a
   Python helper, or numpy on the interpreter's handles, runs under the interpreter but is not a
-  GPU kernel.
+  GPU kernel; and nothing of the solution's runs inside the launch (no profile or trace function,
+  foreign torch mode, new gc callback, signal handler, thread or audit hook; the namespaces read
+  again right after it).
 
 Rules and the attacks they answer: docs/gate.md, section 2 (row 6) and section 3 (item 10).
 """
