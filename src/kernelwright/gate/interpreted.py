@@ -15,8 +15,11 @@ before any solution code runs:
   language, jit functions, ``math``, methods of its values): a ``@triton.jit`` body that calls a
   Python helper, or numpy on the interpreter's handles, runs under the interpreter but is not a
   GPU kernel; and nothing of the solution's runs inside the launch (no profile or trace function,
-  foreign torch mode, new gc callback, signal handler, thread or audit hook; the namespaces read
-  again right after it).
+  foreign torch mode, new gc callback, signal handler, thread, audit hook, numpy error callback,
+  import hook or replaced ``sys.modules`` entry, no global whose type reads its own ``__class__``,
+  no annotation but Triton's types and strings; the namespaces and the dispatch tables they hold
+  read again right after it), and in a share of the launches every Python frame that starts
+  inside is checked (``launch_frames``).
 
 Rules and the attacks they answer: docs/gate.md, section 2 (row 6) and section 3 (item 10).
 """
@@ -31,6 +34,8 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
+
+from kernelwright.gate import launch_frames
 
 def storage_ranges(tensors) -> Tuple[Tuple[int, int], ...]:
     """[lo, hi) byte addresses of each tensor's whole storage, read through the class's methods
@@ -117,6 +122,13 @@ class TritonSnapshot:
         root = os.path.dirname(importlib.import_module("triton").__file__) + os.sep
         importlib.import_module("triton.runtime.interpreter")
         importlib.import_module("triton.tools.tensor_descriptor")
+        # what Triton imports on a launch's first argument (mangle_type: Gluon, the code
+        # generator, libdevice), imported now, with the rest of Triton: no module's code is
+        # loaded inside a launch (launch_frames)
+        from triton.runtime.jit import mangle_type
+
+        for value in (importlib.import_module("torch").empty(0), 1, 1.0):
+            mangle_type(value)
         self._codes: set = set()
         self._functions: set = set()
         self._classes: set = set()
@@ -189,6 +201,17 @@ class TritonSnapshot:
                     spaces.append((value, "instance"))
         self._spaces = [(obj, kind, type(obj), _namespace(obj)) for obj, kind in spaces]
         self._instances = seen
+        # the dicts those namespaces hold whose values include callables (dispatch tables such as
+        # interpreter_builder.codegen_fns), but modules' own dicts (compared as modules),
+        # sys.modules and the caches Triton fills as it runs (_GROWING_TABLES): their callable
+        # items, compared one by one (``_table_change``)
+        module_dicts = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+        self._tables = []
+        for obj, kind, _, before in self._spaces:
+            for name, (_, value) in before.items():
+                if type(value) is dict and value is not sys.modules and id(value) not in module_dicts \
+                        and (_owner_name(obj), name) not in _GROWING_TABLES and any(map(callable, value.values())):
+                    self._tables.append((obj, name, value, {k: (id(v), v) for k, v in value.items() if callable(v)}))
         # what the interpreter's function rewriter copies into a jit function's module
         # (FunctionRewriter._compile_and_exec), and the print it patches in as static_print
         self._interpreter_globals = dict(vars(I))
@@ -249,8 +272,11 @@ class TritonSnapshot:
                 return f"{object.__repr__(obj)} (its __class__ replaced)"
             name = self._namespace_change(obj, kind, before)
             if name is not None:
-                owner = obj.__qualname__ if isinstance(obj, type) else vars(obj).get("__name__", kind_type.__name__)
-                return f"{owner}.{name}"
+                return f"{_owner_name(obj)}.{name}"
+        for obj, name, table, before in self._tables:
+            key = _table_change(table, before)
+            if key is not None:
+                return f"{_owner_name(obj)}.{name}[{key!r}]"
         return None
 
     def _namespace_change(self, obj, kind: str, before: Dict[str, Tuple[int, Any]]) -> Optional[str]:
@@ -292,6 +318,10 @@ class TritonSnapshot:
                     continue
                 return name + " (added)"
         return None
+
+    def modules(self) -> List[types.ModuleType]:
+        """The modules whose namespaces ``changed`` compares."""
+        return [obj for obj, kind, _, _ in self._spaces if kind == "module"]
 
     def _triton_patch(self, value) -> bool:
         """Whether ``value`` is what Triton's interpreter patches into its language modules and
@@ -363,6 +393,12 @@ class JitBodyCheck:
         from triton.runtime.jit import ConstexprFunction
 
         self._snap = snapshot or TritonSnapshot()
+        self._frames = launch_frames.ForeignFrames()
+        # the modules an import inside a launch finds (Triton's, numpy's and those the snapshot
+        # compares), and the import system's hooks, as they were before the solution's import
+        watched = {id(m) for m in self._snap.modules()}
+        self._modules = [(n, m) for n, m in list(sys.modules.items()) if id(m) in watched]
+        self._meta_path, self._path_hooks = list(sys.meta_path), list(sys.path_hooks)
         self._dis = dis.get_instructions
         self._parsed: Dict[int, Tuple[Any, list]] = {}   # id(code) -> (code, its instructions)
         self._builtins, self._tl = builtins, tl
@@ -370,6 +406,9 @@ class JitBodyCheck:
         self._safe_builtins = {n: getattr(builtins, n) for n in self.SAFE_BUILTINS}
         self._math_fns = {n: v for n, v in vars(math).items() if isinstance(v, types.BuiltinFunctionType)}
         self._Interpreted, self._GridExecutor = InterpretedFunction, GridExecutor
+        import numpy
+
+        self._np_errstate, self._np_geterrcall = numpy.errstate, numpy.geterrcall
         self._Constexpr, self._wrappers = ConstexprFunction, (Autotuner, Heuristics)
         # what may run code inside a launch besides the kernel, as it was before the solution's
         # import: torch function modes (only the gate's own), gc callbacks, signal handlers, threads
@@ -392,9 +431,12 @@ class JitBodyCheck:
         sys.addaudithook(refuse_audit_hooks)
 
     # -- the launch ---------------------------------------------------------------------------
-    def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None]):
+    def run(self, fn_self, args: tuple, kwargs: Dict[str, Any], note: Callable[[str], None],
+            frames: bool = True):
         """Launch ``fn_self`` as ``InterpretedFunction.run`` does, but run the function this
-        check read: ``note(why)`` first when it is not one a GPU could run."""
+        check read: ``note(why)`` first when it is not one a GPU could run.  ``frames``: check
+        every Python frame that starts inside the launch (``launch_frames``; the first foreign
+        one is noted and stops the launch with ``launch_frames.ForeignCode``)."""
         kernel = self._interpreted(fn_self)
         if kernel is None:
             note("not a Triton kernel the interpreter launches")
@@ -412,8 +454,17 @@ class JitBodyCheck:
             note(why)
         enabled = self._gc.isenabled()
         self._gc.disable()          # no finalizer or gc callback of the solution's mid-launch
+        executor = functools.partial(self._GridExecutor, fn, kernel.arg_names, grid, kernel.pre_run_hooks)
         try:
-            result = self._GridExecutor(fn, kernel.arg_names, grid, kernel.pre_run_hooks)(*args, **kwargs)
+            # numpy's error callback is a hook the interpreter's arithmetic would call; every
+            # Python frame that starts in the launch is checked (launch_frames)
+            with self._np_errstate(all="ignore", call=None):
+                result = self._frames.watch(lambda: executor()(*args, **kwargs)) if frames \
+                    else executor()(*args, **kwargs)
+        except Exception:
+            if self._frames.found is not None:
+                note(f"{getattr(kernel, '__name__', '?')}: {self._frames.found}")
+            raise
         finally:
             if enabled:
                 self._gc.enable()
@@ -428,7 +479,8 @@ class JitBodyCheck:
         """What could run the solution's code inside the launch after this check, besides the
         kernel: a profile or trace function, a torch dispatch mode or a function mode not the
         gate's own, a gc callback or signal handler added since the gate started, a Python
-        thread started since then (but multiprocessing's own)."""
+        thread started since then (but multiprocessing's own), an audit hook tried, numpy's error
+        callback set."""
         if sys.getprofile() is not None or sys.gettrace() is not None:
             return "a profile or trace function is set (it would run inside the launch)"
         if torch._C._len_torch_dispatch_stack():
@@ -448,6 +500,25 @@ class JitBodyCheck:
             return "a Python thread started after the gate runs beside the launch"
         if self._audit_attempts:
             return "the solution tried to add an audit hook (it would run inside the launch)"
+        problem = self._imports_problem()
+        if problem:
+            return problem
+        if self._np_geterrcall() is not None:
+            return "numpy's error callback is set (the interpreter's arithmetic would call it inside the launch)"
+        return None
+
+    def _imports_problem(self) -> Optional[str]:
+        """What an import inside the launch would find other than at the gate's start: a module
+        of the snapshot's (Triton's, numpy's, ...) missing from ``sys.modules`` or replaced there,
+        a finder or path hook added, removed or replaced."""
+        modules = sys.modules
+        for name, module in self._modules:
+            if modules.get(name) is not module:
+                return f"sys.modules[{name!r}] is not the module the gate started with"
+        for hooks, before, label in ((sys.meta_path, self._meta_path, "sys.meta_path"),
+                                     (sys.path_hooks, self._path_hooks, "sys.path_hooks")):
+            if len(hooks) != len(before) or any(a is not b for a, b in zip(hooks, before)):
+                return f"{label} changed since the gate started (an import inside the launch would run it)"
         return None
 
     def check(self, fn_self, args: tuple, kwargs: Dict[str, Any]) -> Optional[str]:
@@ -514,6 +585,10 @@ class JitBodyCheck:
         problem = self._read(kernel, fn)
         if problem:
             return problem
+        problem = self._globals_problem(kernel, fn)
+        if problem:
+            return problem
+        self._frames.allow(fn)      # the body read here may run inside the launch
         for callee in self._jit_globals(fn):
             problem = self._function_problem(callee, callee.rewrite(), visiting)
             if problem:
@@ -527,6 +602,9 @@ class JitBodyCheck:
             return f"{name} runs no Python function the gate can read"
         if any(isinstance(c, types.CodeType) for c in code.co_consts):
             return f"{name} holds nested code (a lambda, a comprehension or an inner function)"
+        problem = self._signature_problem(fn)
+        if problem:
+            return f"{name} {problem}"
         chain: Optional[List[Any]] = None      # [object, dotted name] of a global being followed
         for ins in self._instructions(code):
             op = ins.opname
@@ -560,6 +638,41 @@ class JitBodyCheck:
             chain = None
         problem = self._end_chain(chain)
         return f"{name} {problem}" if problem else None
+
+    def _globals_problem(self, kernel, fn) -> Optional[str]:
+        """Why a value of the globals the interpreter walks at a launch could run the solution's
+        code there, named or not by the body: ``_patch_lang`` asks ``inspect.ismodule`` of every
+        value of the rewritten function's and the jit function's module (an ``isinstance`` that
+        reads ``__class__`` of anything but a module) and compares each module with ``==``."""
+        spaces = [fn.__globals__]
+        py = vars(kernel).get("fn") if type(kernel) is self._Interpreted else None
+        if type(py) is types.FunctionType and py.__globals__ is not fn.__globals__:
+            spaces.append(py.__globals__)
+        for space in spaces:
+            for name, value in list(space.items()):
+                why = _lookup_hook(value)
+                if why:
+                    return f"{getattr(kernel, '__name__', '?')}'s module holds {name}, {why}"
+        return None
+
+    def _signature_problem(self, fn) -> Optional[str]:
+        """Why what the interpreter reads off ``fn`` besides its code inside a launch could run
+        the solution's code: attributes of its own (``__signature__``, which ``inspect``'s
+        argument spec returns as it is, ``__wrapped__``), an annotation other than a string,
+        ``int``/``float``/``bool`` or one of Triton's classes and dtypes (``GridExecutor`` turns
+        each into a string)."""
+        own = vars(fn)
+        if own:
+            return f"carries attributes of its own ({', '.join(sorted(map(str, own))[:3])})"
+        notes = fn.__annotations__
+        if type(notes) is not dict:
+            return "has annotations that are not a dict"
+        for key, value in notes.items():
+            if type(key) is not str or not (type(value) is str or any(value is t for t in (int, float, bool))
+                                             or (isinstance(value, type) and self._snap.owns(value))
+                                             or (isinstance(value, self._tl.dtype) and self._snap.owns(value))):
+                return f"has an annotation that is a {type(value).__name__}, not a string or a Triton type"
+        return None
 
     def _instructions(self, code) -> list:
         """``dis`` instructions of a code object, parsed once per code object."""
@@ -633,12 +746,7 @@ class JitBodyCheck:
             # a constexpr_function of the solution's: under the interpreter it runs on every launch
             # with the kernel's values, so its body, and the jit functions it names, are held to a
             # kernel's rules too
-            problem = self._read(fn, fn)
-            for callee in ([] if problem else self._jit_globals(fn)):
-                problem = self._function_problem(callee, callee.rewrite(), set())
-                if problem:
-                    break
-            return problem
+            return self._function_problem(fn, fn, set())
         return f"a Triton {kind.__name__}, not a kind of Triton object a kernel holds"
 
     def _jit_globals(self, fn):
@@ -662,6 +770,44 @@ class JitBodyCheck:
 _MISSING = object()
 _METHOD_TYPES = (types.MethodType, staticmethod, classmethod)
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType) + _METHOD_TYPES
+
+
+def _lookup_hook(value) -> Optional[str]:
+    """Why reading ``value.__class__`` or comparing ``value`` as a module could run Python code
+    (a type, or a class of its MRO, that defines ``__class__`` or a Python ``__getattribute__``; a
+    module subclass with a Python ``__eq__``); None.  Read through ``type``'s own descriptors, so
+    no metaclass answers for the class."""
+    kind = type(value)
+    module = issubclass(kind, types.ModuleType)
+    for k in _TYPE_MRO(kind):
+        space = _TYPE_DICT(k)
+        if k is not object and "__class__" in space:
+            return f"a {kind.__name__}, whose type defines __class__"
+        if type(space.get("__getattribute__")) is types.FunctionType:
+            return f"a {kind.__name__}, whose type reads its attributes in Python (__getattribute__)"
+        if module and type(space.get("__eq__")) is types.FunctionType:
+            return f"a module of type {kind.__name__}, which compares in Python (__eq__)"
+    return None
+
+
+def _owner_name(obj) -> str:
+    """How ``changed`` names a watched namespace: a class's qualified name, else its ``__name__``."""
+    if isinstance(obj, type):
+        return obj.__qualname__
+    return str(vars(obj).get("__name__", type(obj).__name__))
+
+
+def _table_change(table: dict, before: Dict[Any, Tuple[int, Any]]) -> Any:
+    """The first key of ``table`` whose callable value was replaced or removed since ``before``
+    ({key: (id, value)} of its callable items), or that now holds a callable it did not; None."""
+    for key, (_, value) in before.items():
+        if table.get(key, _MISSING) is not value:
+            return key
+    if len(table) != len(before):
+        for key, value in list(table.items()):
+            if key not in before and callable(value):
+                return key
+    return None
 
 
 def _exact_grid(grid) -> Tuple[int, ...]:
@@ -739,6 +885,15 @@ def _attribute(obj, name: str) -> Any:
     except Exception:
         return _MISSING
 _PLAIN = (bool, int, float, str, type(None))     # constants, by exact type
+# Triton's caches of callables, filled as it runs: the interpreter's rewritten functions (what a
+# launch runs is read from it at every launch, JitBodyCheck._function_problem)
+_GROWING_TABLES = frozenset({("InterpretedFunction", "rewritten_fn")})
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+# the share of launches whose every Python frame is checked (launch_frames), drawn per launch
+# from os.urandom: it costs 2.6-4x the interpreter's time where it is on (Python 3.11), so
+# checking all of them would double CI; the known ways in are closed at every launch besides
+FRAME_WATCH_SHARE = 0.25
 # left out of the comparison: created on first access (Python 3.10+), the registry a module gets
 # when a warning is issued from its code, and copyreg's cache of a class's slot names (pickling); on tl.tensor also what the interpreter's launch
 # patches onto it and restores (triton.runtime.interpreter._patch_lang_tensor)

@@ -211,6 +211,7 @@ class LaunchCounter:
             return False
         original = launcher.run
         state: Dict[str, Any] = {"total": 0, "ablate": False}
+        urandom, share = os.urandom, int(interpreted.FRAME_WATCH_SHARE * 65536)
         ablation = interpreted.WriteAblation() if interpreter else None
         snapshot = lowering = None     # CPU: taken below, once this wrapper is in place
         unlowered: Dict[str, str] = {}
@@ -228,7 +229,9 @@ class LaunchCounter:
                 return original(fn_self, *args, **kwargs)
             # CPU: the interpreter runs the very function the jit-body check read
             note = lambda why: unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
-            return lowering.run(fn_self, args, dict(kwargs), note)
+            # every Python frame checked in a share of the launches, drawn here (launch_frames)
+            frames = int.from_bytes(urandom(2), "big") < share
+            return lowering.run(fn_self, args, dict(kwargs), note, frames=frames)
 
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
@@ -569,8 +572,12 @@ class Harness:
                 if exc.line:
                     reply["line"] = exc.line
             except Exception as exc:  # the harness itself failed on this message
-                reply = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
-                         "error": "".join(traceback.format_exception(exc))[-4000:]}
+                refused = self._refused_launch()
+                if refused is not None:   # or a refused launch stopped the solution's call
+                    reply = {"ok": False, "status": refused.status, "reason": refused.reason, "error": str(refused)}
+                else:
+                    reply = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
+                             "error": "".join(traceback.format_exception(exc))[-4000:]}
             if op == "time":
                 _GC_ENABLE()   # a timed iteration that raised inside its window left it off
             if op in ("load", "alloc"):
@@ -824,12 +831,26 @@ class Harness:
         except SolutionError:
             raise
         except Exception as exc:
+            refused = self._refused_launch()
+            if refused is not None:
+                raise refused from exc
             status = "COMPILE_ERROR" if "CompilationError" in type(exc).__name__ else "RUNTIME_ERROR"
             raise self._solution_error(status, guards.EXCEPTION, exc) from exc
         self._check_rebound(set_index)
         if not self.dps:
             self._accept_returned(returned, args, outputs)
         return args
+
+    def _refused_launch(self) -> Optional[SolutionError]:
+        """CPU: the error for a call that raised after the jit-body check refused one of its
+        launches (``interpreted.JitBodyCheck``: a launch stopped at a frame of the solution's
+        code raises inside it), as BUILD_FAILED; None where none was refused."""
+        unlowered = self.launches.unlowered if self.count_launches else {}
+        if not unlowered:
+            return None
+        name, why = next(iter(unlowered.items()))
+        return SolutionError("COMPILE_ERROR", guards.BUILD_FAILED,
+                             f"{name} runs under the interpreter but is not a GPU kernel: {why}")
 
     def op_call(self, msg) -> Dict[str, Any]:
         """One call on buffer set ``set``; the parent filled the inputs and poisoned the outputs."""
