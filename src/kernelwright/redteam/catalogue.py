@@ -446,7 +446,7 @@ CASES: List[Case] = [
     Case("indexer_duplicates", "indexer returns duplicate ids", "indexer", _r(guards.DUPLICATE_INDEX)),
     Case("exempt_rows_garbage", "zeros on the MoE tokens within 1e-5 of a routing tie (the strict rule's exempt rows)",
          "moe", _r(guards.STRICT_TOLERANCE), "H14 H25", workloads=(2,),
-         nonces=(("cpu", "exempt-rows-6"), ("cuda", "exempt-rows-15")),
+         nonces=(("cpu", "exempt-rows-6"), ("cuda", "exempt-rows-68")),
          why="an exempt row must be within the per-row bound against the reference or the reference of a "
              "routing its tie allows; the pinned nonce puts a near-tie into quick-moe-t37's second trial"),
     Case("ablation_aware_host_compute", "hidden_host_compute that leaves its outputs unwritten in the provenance "

@@ -63,9 +63,11 @@ _MAX_PAGES_PER_ITEM = 32
 # four 8 KB K pages in shared memory, three in flight.
 _SCORE_STAGES = 5
 # K width between promotions of the FP8 dot's accumulator to fp32 (tl.dot's
-# max_num_imprecise_acc; the dot's K is 128): 32 keeps the sorted-score check exact (see
-# _score_pages).
-IMPRECISE_ACC = 32
+# max_num_imprecise_acc; the dot's K is 128): 64, one promotion per half of K, passed all 128
+# contest workloads and the one full fast accumulation fails (6b10b6da, three trials) and took
+# 64 x 8K from 49.0 to 40.8 us against 32 (gate A/B on an H100,
+# results/h100/2026-12-07-imprecise64-gate/; see _score_pages).
+IMPRECISE_ACC = 64
 # Warps of _filter_kernel: 16 scores and 16 candidates per thread at the tiles above, 128
 # registers (24 bytes of spill; ptxas, sm_90a, offline), one program and 8192 scores per SM.
 _FILTER_WARPS = 16

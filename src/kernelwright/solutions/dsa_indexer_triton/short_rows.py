@@ -51,8 +51,9 @@ HIST_MAX_BATCH = 8
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
 # K width between promotions of the FP8 dot's accumulator to fp32 (tl.dot's
-# max_num_imprecise_acc; the dot's K is 128): 32 keeps the sorted-score check exact.
-IMPRECISE_ACC = 32
+# max_num_imprecise_acc; the dot's K is 128): 64, as long_rows.IMPRECISE_ACC (the measurement
+# is there).
+IMPRECISE_ACC = 64
 _MAX_PAGES_PER_PROG = 8
 
 
