@@ -327,3 +327,24 @@ def test_candidates_share_the_cost_inputs_and_nothing_else(moe, demo):
     d, dw = demo
     plain = WorkloadContext(d, dw, cfg)
     assert not plain.shares_cost_inputs and all(isinstance(s, int) for s in plain.plan_for("a:1").timing_seeds[0])
+
+
+def test_a_closure_cell_swapped_in_place_changes_the_function_state():
+    """A listed function's closure cells (and those of the functions they hold) are part of what
+    the snapshot compares: the launch counter's wrapper reaches the jit-body check through them
+    (red-team case ``interp_gate_closure_cells``)."""
+    check = object()
+
+    def inner():
+        return check
+
+    def outer():
+        return inner()
+
+    kept = check
+    before = integrity._function_state(outer)
+    assert integrity._function_state(outer) == before
+    inner.__closure__[0].cell_contents = None          # the check switched off, two cells down
+    assert integrity._function_state(outer) != before
+    inner.__closure__[0].cell_contents = kept          # put back: the same state again
+    assert integrity._function_state(outer) == before

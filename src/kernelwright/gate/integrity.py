@@ -3,7 +3,8 @@ synchronisation function, a gate function, the IPC path or a builtin?
 
 ``capture()`` runs in the worker BEFORE the solution is imported and records, for a fixed list of
 namespaces, the identity of every attribute (and, for Python functions, of their ``__code__``,
-``__defaults__`` and ``__kwdefaults__``, which can be swapped in place).  ``changed()`` runs after
+``__defaults__``, ``__kwdefaults__`` and what their closure cells hold, which can be swapped in
+place).  ``changed()`` runs after
 every message and lists what differs; the parent turns timer names into TIMER_TAMPERED and the
 rest into GATE_TAMPERED.
 
@@ -15,8 +16,9 @@ gap in another definition is a warning on the trace).
 The worker does not depend on detection alone: its clocks, events and IPC functions are bound
 before the solution runs (``timing.Primitives``, locals of ``Harness.serve``), so a patch changes
 no measurement.  Detection makes the attempt visible in the trace.  What it cannot see: writes
-through ctypes, mutation of objects it does not list (closure cells, list items), or a patch
-that also rewrites this module's code (see docs/gate.md, "What the gate cannot prove").
+through ctypes, mutation of objects it does not list (list items, the closure cells of functions
+it does not list: the listed functions' cells are compared, and the cells of the functions they
+hold), or a patch that also rewrites this module's code (see docs/gate.md, "What the gate cannot prove").
 """
 
 from __future__ import annotations
@@ -117,6 +119,22 @@ def _entries_of(label: str, owner: Any, names) -> List[Entry]:
     return out
 
 
+def _function_state(fn: types.FunctionType, depth: int = 0) -> tuple:
+    """What a Python function runs as, swapped in place without replacing the function: its code,
+    defaults and keyword defaults, and the identity of what each closure cell holds, read into
+    the functions those cells hold (the launch counter's ``run`` wrapper -> its ``launch`` ->
+    the jit-body check: a cell set to None would switch the check off)."""
+    cells = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:          # an empty cell
+            cells.append(None)
+            continue
+        cells.append(_function_state(value, depth + 1) if _is_function(value) and depth < 3 else id(value))
+    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__, tuple(cells))
+
+
 def _class_entries(label: str, cls: type) -> List[Entry]:
     return _entries_of(label, cls, list(cls.__dict__))
 
@@ -127,8 +145,7 @@ class Snapshot:
     def __init__(self, entries: List[Entry], extra: Dict[str, Any], classes: Dict[str, Tuple[type, frozenset]]):
         self.entries = entries
         self.classes = classes  # label -> (class, attribute names): additions shadow inherited methods
-        self.codes = {label: (v.__code__, v.__defaults__, v.__kwdefaults__)
-                      for label, _, _, v in entries if _is_function(v)}
+        self.codes = {label: _function_state(v) for label, _, _, v in entries if _is_function(v)}
         self.extra = extra  # label -> (getter, original)
         self.hooks = _hook_state()  # profile/trace functions, torch modes, gc callbacks at capture
         self.instances: Dict[str, Tuple[Any, frozenset]] = {}   # label -> (object, its attribute names)
@@ -291,7 +308,7 @@ def accept(snap: Snapshot, labels) -> None:
                 continue
             snap.entries[i] = (label, owner, name, current)
             if _is_function(current):
-                snap.codes[label] = (current.__code__, current.__defaults__, current.__kwdefaults__)
+                snap.codes[label] = _function_state(current)
             else:
                 snap.codes.pop(label, None)
     for label, (cls, names) in list(snap.classes.items()):
@@ -370,7 +387,7 @@ def changed(snap: Snapshot) -> List[str]:
             found.append(label)
             continue
         code = snap.codes.get(label)
-        if code is not None and (original.__code__, original.__defaults__, original.__kwdefaults__) != code:
+        if code is not None and _function_state(original) != code:
             found.append(label + ".__code__")
     for label, (cls, names) in snap.classes.items():
         added = sorted(n for n in set(cls.__dict__) - names if n not in _BENIGN_ADDITIONS)

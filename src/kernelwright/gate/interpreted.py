@@ -402,6 +402,7 @@ class JitBodyCheck:
         self._dis = dis.get_instructions
         self._parsed: Dict[int, Tuple[Any, list]] = {}   # id(code) -> (code, its instructions)
         self._builtins, self._tl = builtins, tl
+        self._builtins_dict = vars(builtins)
         # the functions a body may call from builtins and math, as they were at the gate's start
         self._safe_builtins = {n: getattr(builtins, n) for n in self.SAFE_BUILTINS}
         self._math_fns = {n: v for n, v in vars(math).items() if isinstance(v, types.BuiltinFunctionType)}
@@ -589,6 +590,14 @@ class JitBodyCheck:
         if problem:
             return problem
         self._frames.allow(fn)      # the body read here may run inside the launch
+        # the interpreter's reductions and scans call a combine function's own Python function
+        # (``combine_fn.fn``), not its rewritten body: that one is read as a body too
+        raw = vars(kernel).get("fn") if type(kernel) is self._Interpreted else None
+        if type(raw) is types.FunctionType and raw is not fn:
+            problem = self._read(kernel, raw)
+            if problem:
+                return problem
+            self._frames.allow(raw)
         for callee in self._jit_globals(fn):
             problem = self._function_problem(callee, callee.rewrite(), visiting)
             if problem:
@@ -658,12 +667,21 @@ class JitBodyCheck:
     def _signature_problem(self, fn) -> Optional[str]:
         """Why what the interpreter reads off ``fn`` besides its code inside a launch could run
         the solution's code: attributes of its own (``__signature__``, which ``inspect``'s
-        argument spec returns as it is, ``__wrapped__``), an annotation other than a string,
-        ``int``/``float``/``bool`` or one of Triton's classes and dtypes (``GridExecutor`` turns
-        each into a string)."""
+        argument spec returns as it is, ``__wrapped__``), builtins other than the interpreter's
+        (a module whose ``__builtins__`` maps ``len`` elsewhere: the rewritten body, made by
+        ``exec`` into that module's globals, looks its names up there), a default value a launch
+        argument could not be (the rewriter runs the ``def`` again, so defaults are evaluated
+        anew), an annotation other than a string, ``int``/``float``/``bool`` or one of Triton's
+        classes and dtypes (``GridExecutor`` turns each into a string)."""
         own = vars(fn)
         if own:
             return f"carries attributes of its own ({', '.join(sorted(map(str, own))[:3])})"
+        if fn.__builtins__ is not self._builtins_dict or type(fn.__globals__) is not dict:
+            return "runs with builtins or globals of its own (its module's __builtins__ replaced)"
+        for value in list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values()):
+            problem = self._argument_problem(value)
+            if problem:
+                return f"has a default value that is {problem}"
         notes = fn.__annotations__
         if type(notes) is not dict:
             return "has annotations that are not a dict"

@@ -345,6 +345,24 @@ CASES: List[Case] = [
     Case("interp_param_annotation_str", "an annotation set on the rewritten kernel is an object whose __str__, run by GridExecutor's _normalize_ty inside the launch, plants a self-removing numpy method", "demo",
          _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
          why="a kernel's annotations are read by the interpreter inside the launch: only Triton's types and strings may stand there"),
+    Case("interp_module_builtins_dict", "the kernel's module swaps its __builtins__ for a dict whose len/abs/min are numpy C "
+         "callables: the rewritten body calls them while the check reads the real builtins", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="a body's names must be looked up where the rewritten function looks them up (its __builtins__)"),
+    Case("interp_gate_closure_cells", "the launch counter's closure cell holding the JitBodyCheck set to None: every "
+         "later launch runs Triton's own run, unchecked, and a jit body calls a numpy helper", "demo",
+         _r(guards.GATE_TAMPERED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="the integrity snapshot compares the closure cells of the launch counter's wrappers (and the functions they hold)"),
+    Case("interp_rewrite_default_args", "a kernel's default values re-evaluated by the interpreter's re-exec of its "
+         "source: 0 when checked, numpy C callables when run, called by the body", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="the defaults the check reads must be those of the function the interpreter runs"),
+    Case("interp_reduce_combine_fn_swap", "a tl.reduce combine function's .fn swapped for a numpy function, its honest "
+         "rewritten body filed under the new key in Triton's cache: the check reads a + b, the reduction runs numpy", "demo",
+         _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
+         why="the interpreter's reductions call combine_fn.fn, not the rewritten body the check read"),
+    Case("honest_reduce_combine", "honest: tl.reduce with a @triton.jit combine function (the interpreter calls its raw .fn)",
+         "demo", PASS, why="GPU-valid Triton: the combine function's own code runs inside the launch"),
     Case("honest_rt4_unusual", "honest: a jit function in a tuple argument, a lambda grid, static_range, a defaulted "
          "constexpr and a constexpr_function", "demo", PASS, why="unusual but GPU-valid Triton passes the jit-body check"),
     Case("honest_module_helper", "honest: jit helpers called through a sibling module's attribute", "demo", PASS,
