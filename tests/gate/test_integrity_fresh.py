@@ -247,6 +247,7 @@ def test_the_parent_rejects_an_evaluation_whose_definition_was_not_snapshotted()
     from kernelwright import definitions
     from kernelwright.gate import guards
     from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate
+    from kernelwright.gate.session import Timeouts
     from kernelwright.solutions import shipped_solutions
 
     demo = definitions.get("demo").quick_variant()
@@ -260,6 +261,12 @@ def test_the_parent_rejects_an_evaluation_whose_definition_was_not_snapshotted()
 
         def new_log(self):
             return ""
+
+        timeouts = Timeouts()
+
+        def request(self, msg, timeout_s, on_step=None):   # the release after the workload
+            assert msg == {"op": "release"}
+            return {"ok": True}
 
     cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_tracing=False)
     ctx = WorkloadContext(demo, demo.public_workloads()[0], cfg)

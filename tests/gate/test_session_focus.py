@@ -7,7 +7,7 @@ import time
 import pytest
 
 from kernelwright import definitions
-from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, time_only
+from kernelwright.gate.evaluate import GateConfig, SolutionRun, WorkloadContext, evaluate, time_only
 from kernelwright.gate.session import WorkerSession, focus
 from kernelwright.solutions import shipped_solutions
 
@@ -49,3 +49,30 @@ def test_focus_stops_the_other_workers_and_requests_resume_them(tmp_path):
         b.close()
         ctx.release()
     assert not a.alive and not b.alive                          # close resumes, then ends the worker
+
+
+def test_a_worker_lets_go_of_its_buffers_after_each_workload(tmp_path):
+    """``release_buffers`` after a workload: the worker drops the buffer sets it allocated (a bench's
+    paused workers held 10-22 GB each on CUDA without it), so a release sent afterwards finds none."""
+    demo = definitions.get("demo").quick_variant()
+    cfg = GateConfig(device="cpu", warmup=1, iterations=2, trials=1, graph_iterations=0, cupti_tracing=False)
+    ctx = WorkloadContext(demo, demo.public_workloads()[0], cfg)
+    solution = shipped_solutions(definitions.get("demo").name)[0]
+    session = WorkerSession(solution, "cpu", log_dir=tmp_path / "w", protect=[])
+    try:
+        assert session.start().get("ok")
+        reply = session.request({"op": "alloc", "sets": 2, "samples": 1, "inputs": ctx.input_meta,
+                                 "outputs": ctx.output_meta}, 60)
+        assert reply.get("ok")
+        per_set = sum(1 for _, shape, _ in ctx.input_meta if shape is not None) + len(ctx.output_meta)
+        released = session.request({"op": "release"}, 60)
+        assert released.get("ok") and released["dropped"] == 2 * per_set + len(ctx.output_meta)
+        assert not released["tampered"]
+        assert time_only(SolutionRun(session, requires_kernel=False, label="demo"), ctx) > 0
+        assert session.request({"op": "release"}, 60)["dropped"] == 0   # time_only released its sets
+        trace = evaluate(SolutionRun(session, requires_kernel=False, label="demo"), ctx)
+        assert trace.evaluation.status.value == "PASSED"
+        assert session.request({"op": "release"}, 60)["dropped"] == 0   # and so did evaluate
+    finally:
+        session.close()
+        ctx.release()

@@ -780,7 +780,28 @@ def evaluate(run: SolutionRun, ctx: WorkloadContext) -> Trace:
     except WorkloadProblem as exc:   # the parent's own preparation failed mid-way (a sampled iteration)
         run.session.kill()           # out of step with the worker: the next workload starts a fresh one
         return _workload_failed(ctx, run, exc)
+    release_buffers(run, watch)      # what the worker's threads do meanwhile is watched like any op
     return watch.finish(trace, measured)
+
+
+RELEASE_TIMEOUT_S = 30.0
+
+
+def release_buffers(run: SolutionRun, watch: Optional["_Watch"] = None) -> None:
+    """After a workload: the worker drops its buffer sets and returns its cached device memory
+    (worker op ``release``).  One bench keeps a worker per candidate and pauses the ones not being
+    judged; without this each paused worker kept 10-22 GB of the inputs it last synthesised, and
+    MoE's T = 11948 / 14107 or the indexer's 64 x 128K ran out of an 80 GB card's memory in the
+    next candidate's input synthesis (results/h100/2026-12-07-imprecise64-gate).  Through
+    ``watch`` the reply counts like any other (tampering, protected files); a worker that does not
+    answer within ``RELEASE_TIMEOUT_S`` is ended, and its next workload starts a fresh one."""
+    session = run.session
+    if not session.alive:
+        return
+    request = watch.request if watch is not None else session.request
+    reply = request({"op": "release"}, min(RELEASE_TIMEOUT_S, session.timeouts.alloc_s))
+    if not reply.get("ok"):
+        session.kill()
 
 
 # -- one evaluation, phase by phase ------------------------------------------------------------
@@ -1466,7 +1487,16 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
     if not reply.get("ok") or guards.buffer_sets_problem(reply.get("sets"), 2, ctx.input_meta, ctx.output_meta,
                                                          ctx.device) is not None:
         return None
-    sets = reply["sets"]
+    try:
+        medians = _time_only_trials(run, ctx, reply["sets"])
+    finally:
+        release_buffers(run)
+    return None if medians is None else float(statistics.mean(medians))
+
+
+def _time_only_trials(run: SolutionRun, ctx: WorkloadContext, sets) -> Optional[List[float]]:
+    """Each trial's median latency (ms) for ``time_only``; None when one of them fails."""
+    session = run.session
     medians = []
     for t in range(ctx.cfg.trials):
         plan = ctx.plan_for(candidate_key(run))
@@ -1477,4 +1507,4 @@ def time_only(run: SolutionRun, ctx: WorkloadContext) -> Optional[float]:
             return None
         samples, _ = talk.headline_samples(reply["samples"], ctx.cfg.warmup)
         medians.append(statistics.median(samples["latency_ms"]))
-    return float(statistics.mean(medians))
+    return medians

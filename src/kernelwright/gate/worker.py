@@ -580,7 +580,7 @@ class Harness:
                              "error": "".join(traceback.format_exception(exc))[-4000:]}
             if op == "time":
                 _GC_ENABLE()   # a timed iteration that raised inside its window left it off
-            if op in ("load", "alloc"):
+            if op in ("load", "alloc", "release"):
                 rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
             if op == "load":
                 reply["integrity_gaps"] = list(snapshot.gaps)   # definitions not snapshotted (integrity.py)
@@ -711,6 +711,21 @@ class Harness:
             self.samples.append([next(flat) for _ in outs])
         self._ptrs = [[guards.storage_span(t)[0] for t in st["inputs"] + st["outputs"]] for st in self.sets]
         return self._send_form({"ok": True, "sets": self.sets, "samples": self.samples})
+
+    def op_release(self, msg) -> Dict[str, Any]:
+        """Let go of the buffer sets and samples (``op_alloc``) and, on CUDA, hand the allocator's
+        cached blocks back to the device (``torch.cuda.empty_cache``), so that a worker paused
+        while other candidates are judged holds no more than its context and what the solution
+        keeps itself.  The parent sends it after each workload (``evaluate.release_buffers``);
+        the next workload allocates afresh.  Replies with the bytes still reserved by torch's
+        allocator in this process (0 on the CPU) and how many buffers it dropped."""
+        dropped = sum(len(st["inputs"]) + len(st["outputs"]) for st in self.sets) + sum(map(len, self.samples))
+        self.sets, self.samples, self._previous_returned, self._ptrs = [], [], [], []
+        reserved = 0
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+            reserved = int(torch.cuda.memory_reserved(self.device))
+        return {"ok": True, "dropped": dropped, "reserved_bytes": reserved}
 
     def _note_call_threads(self, before: Dict[int, str]) -> None:
         """Remember the native threads started during a solution call ({tid: name} snapshot
