@@ -727,8 +727,6 @@ class _TimingConversation:
             ms = float(v.get("ms") or 0.0)
             if v.get("kind") == "cpu":
                 if i >= warmup:
-                    own["latency_ms"].append(ms)
-                    own["latency_iters"].append(i)
                     own["wall_ms"].append(ms)
             elif v.get("kind") == "held":
                 if not policy.holds(i):
@@ -744,6 +742,9 @@ class _TimingConversation:
                 own["wall_ms"].append(float(v.get("wall_ms") or 0.0))
         if kinds == {"cpu"}:
             own["clock"] = "cpu"
+            own["latency_ms"], own["latency_iters"] = timing.cpu_headline(
+                [(i, float(v.get("ms") or 0.0), int(v.get("watched") or 0)) for i, v in sorted(self.samples.items())],
+                warmup)
         elif own["latency_ms"]:
             own["clock"] = "device"
         else:

@@ -929,6 +929,19 @@ def read_traced_calls(out: "TimingSamples", windows: List[Tuple[int, int, bool]]
             out.kernel_durations.setdefault(r.name, []).append(float(r.duration_us))
 
 
+def cpu_headline(samples: List[Tuple[int, float, int]], warmup: int) -> Tuple[List[float], List[int]]:
+    """The CPU clock's headline samples: (ms, iteration) of the timed iterations past the warm-up,
+    from ``samples`` = (iteration, wall ms, frame-watched launches in it).  Iterations in which
+    ``launch_frames`` checked every Python frame of a launch (drawn per launch,
+    ``interpreted.FRAME_WATCH_SHARE``; 2.6-4x the interpreter's time there) are left out while
+    at least half of the iterations remain, so that the draw does not move a candidate's median;
+    with fewer, every iteration counts."""
+    timed = [(i, ms, w) for i, ms, w in samples if i >= warmup]
+    plain = [(i, ms) for i, ms, w in timed if not w]
+    kept = plain if 2 * len(plain) >= len(timed) else [(i, ms) for i, ms, _ in timed]
+    return [ms for _, ms in kept], [i for i, _ in kept]
+
+
 @dataclass
 class TimingSamples:
     """Raw per-iteration numbers from one timing phase (all in milliseconds)."""
@@ -944,6 +957,7 @@ class TimingSamples:
     held_span_ms: List[float] = field(default_factory=list)       # held iterations: start record -> synchronised
     host_ms: List[float] = field(default_factory=list)            # held iterations: the call's host path
     latency_iters: List[int] = field(default_factory=list)        # the timed iteration of each latency_ms sample
+    frame_watched: List[int] = field(default_factory=list)        # CPU: frame-watched launches per timed iteration
     eager_iters: List[int] = field(default_factory=list)          # ... of each eager_latency_ms sample
     empty_held_wall_ms: List[float] = field(default_factory=list)
     graph_latency_ms: List[float] = field(default_factory=list)

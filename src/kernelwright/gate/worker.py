@@ -153,6 +153,7 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self._read = lambda: (0, {})
+        self._watched = lambda: 0
         self._set_ablate = lambda on, ranges: None
         self._code = None
         self._launcher_codes: Callable[[Any], bool] = lambda code: False
@@ -168,6 +169,11 @@ class LaunchCounter:
     @property
     def by_name(self) -> Dict[str, List[float]]:
         return self._read()[1]
+
+    @property
+    def frame_watched(self) -> int:
+        """CPU: launches so far whose every Python frame was checked (``launch_frames``)."""
+        return self._watched()
 
     def set_ablate(self, on: bool, outputs: Optional[List[torch.Tensor]] = None) -> None:
         """The provenance ablation call: on CPU every launch runs with its stores dropped, and its
@@ -210,7 +216,7 @@ class LaunchCounter:
         except Exception:
             return False
         original = launcher.run
-        state: Dict[str, Any] = {"total": 0, "ablate": False}
+        state: Dict[str, Any] = {"total": 0, "ablate": False, "watched": 0}
         urandom, share = os.urandom, int(interpreted.FRAME_WATCH_SHARE * 65536)
         ablation = interpreted.WriteAblation() if interpreter else None
         snapshot = lowering = None     # CPU: taken below, once this wrapper is in place
@@ -231,6 +237,7 @@ class LaunchCounter:
             note = lambda why: unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
             # every Python frame checked in a share of the launches, drawn here (launch_frames)
             frames = int.from_bytes(urandom(2), "big") < share
+            state["watched"] += frames
             return lowering.run(fn_self, args, dict(kwargs), note, frames=frames)
 
         def run(fn_self, *args, **kwargs):
@@ -264,6 +271,7 @@ class LaunchCounter:
             lowering = interpreted.JitBodyCheck(snapshot, gate_modes=lambda: tuple(self.gate_modes))
         self._code = run.__code__
         self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
+        self._watched = lambda: state["watched"]
         def set_ablate(on: bool, ranges) -> None:
             state["ablate"] = bool(on)
             if ablation is not None:
@@ -422,6 +430,7 @@ def _keep_sample(out: T.TimingSamples, policy: T.HoldPolicy, sample: Dict[str, A
     if not cuda:
         if i >= warmup:
             out.wall_ms.append(sample["ms"])
+            out.frame_watched.append(int(sample.get("watched") or 0))
         return
     if sample["kind"] == "held":
         if policy.note(i, sample["outcome"]) and i >= warmup:
@@ -1023,12 +1032,12 @@ class Harness:
             self._require_poison(outputs, "time", i)
             self.flusher.flush()
             P.sync()
-            launched_before = self.launches.total
+            launched_before, watched_before = self.launches.total, self.launches.frame_watched
             if not cuda:
                 t0 = P.now()
                 returned = self._call(args, outputs, state)
                 wall = P.now() - t0
-                timing = {}
+                timing = {"watched": self.launches.frame_watched - watched_before}
             elif policy.holds(i):
                 t0 = traced.begin() if traced is not None and i >= warmup else None
                 returned, timing = self._held_call(args, outputs, state)
@@ -1044,7 +1053,7 @@ class Harness:
                 self._accept_returned(returned, args, outputs, retired)
             P.sync()
             # the sample goes to the parent as soon as it is read (the parent keeps the samples)
-            sample = {"kind": "cpu", "ms": wall * 1e3} if not cuda else _device_sample(P, timing)
+            sample = {"kind": "cpu", "ms": wall * 1e3, **timing} if not cuda else _device_sample(P, timing)
             sample["launches"] = n
             self._done("time", i, sample)
             if gc_isenabled():
@@ -1104,8 +1113,9 @@ class Harness:
             self._step({"step": "sample", "phase": "empty", "i": 0,
                         "empty_wall_ms": list(out.empty_wall_ms), "empty_held_wall_ms": list(out.empty_held_wall_ms)})
         else:
-            out.clock, out.latency_ms = "cpu", list(out.wall_ms)
-            out.latency_iters = list(range(warmup, count))
+            out.clock = "cpu"
+            out.latency_ms, out.latency_iters = T.cpu_headline(
+                list(zip(range(warmup, count), out.wall_ms, out.frame_watched)), warmup)
 
     def _held_call(self, args, outputs, state, call=None):
         """One call behind the blocking kernel (device time): hold, start event, the call, end
