@@ -237,14 +237,14 @@ class LaunchCounter:
             note = lambda why: unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
             # every Python frame checked in a share of the launches, drawn here (launch_frames)
             frames = int.from_bytes(urandom(2), "big") < share
-            state["watched"] += frames
+            _bump(state, "watched", int(frames))
             return lowering.run(fn_self, args, dict(kwargs), note, frames=frames)
 
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
-            if state["ablate"]:
-                state["total"] += 1
+            if state["ablate"] is True:
+                _bump(state, "total", 1)
                 return None if ablation is None else launch(fn_self, args, kwargs)
             grids: List[Any] = []
             if not interpreter and callable(kwargs.get("grid")):
@@ -259,10 +259,8 @@ class LaunchCounter:
             if capturing():
                 note_captured(name)      # captured, not run
                 return result
-            agg = by_name.setdefault(name, [0, 0.0])
-            agg[0] += 1
-            agg[1] += (clock() - t0) * 1e6
-            state["total"] += 1
+            _tally(by_name, name, 1, (clock() - t0) * 1e6)
+            _bump(state, "total", 1)
             return result
 
         launcher.run = run
@@ -270,8 +268,8 @@ class LaunchCounter:
             snapshot = interpreted.TritonSnapshot()
             lowering = interpreted.JitBodyCheck(snapshot, gate_modes=lambda: tuple(self.gate_modes))
         self._code = run.__code__
-        self._read = lambda: (state["total"], {k: list(v) for k, v in by_name.items()})
-        self._watched = lambda: state["watched"]
+        self._read = lambda: (_counter(state["total"]), {k: _tally_copy(v) for k, v in by_name.items()})
+        self._watched = lambda: _counter(state["watched"])
         def set_ablate(on: bool, ranges) -> None:
             state["ablate"] = bool(on)
             if ablation is not None:
@@ -348,12 +346,53 @@ class LaunchCounter:
             if (entry is not None and type(self) is cls and entry[0]() is self and not capturing()
                     and executable(self) == entry[2]):
                 for name, n in entry[1].items():
-                    by_name.setdefault(name, [0, 0.0])[0] += n
-                    state["total"] += n
+                    _tally(by_name, name, n, 0.0)
+                    _bump(state, "total", n)
             return result
 
         cls.capture_begin, cls.capture_end, cls.replay, cls.reset = capture_begin, capture_end, counted_replay, counted_reset
         return note_captured
+
+
+# The launch counter's tables live in its closures, where a solution can reach them (gc, the
+# closures of the wrapped launcher): every update and read below looks at exact types first, so
+# that no value the solution put there runs its own arithmetic or iteration inside the harness
+# (red-team pass rt16: an int subclass whose __sub__ ran the kernel after the timer stopped).
+def _bump(table: Dict[str, Any], key: str, n: int) -> None:
+    """``table[key] += n`` for the counter's own ints; any other value is left for ``_counter``."""
+    value = table.get(key)
+    if type(value) is int:
+        table[key] = value + n
+
+
+def _counter(value: Any) -> int:
+    """A launch counter's value, which must be an exact int (else GATE_TAMPERED)."""
+    if type(value) is not int:
+        raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                            f"the gate's launch counter holds a {type(value).__name__}, not its int")
+    return value
+
+
+def _tally(table: Dict[str, Any], name: str, count: int, us: float) -> None:
+    """Add one launch's (count, µs) to ``table[name]``; an entry that is not the counter's own
+    [int, float] is left for ``_tally_copy``."""
+    entry = table.get(name)
+    if entry is None:
+        table[name] = [count, us]
+    elif _own_tally(entry):
+        table[name] = [entry[0] + count, entry[1] + us]
+
+
+def _own_tally(entry: Any) -> bool:
+    return type(entry) is list and len(entry) == 2 and type(entry[0]) is int and type(entry[1]) is float
+
+
+def _tally_copy(entry: Any) -> List[Any]:
+    """A copy of a per-kernel [count, µs] entry, which must be the counter's own (else GATE_TAMPERED)."""
+    if not _own_tally(entry):
+        raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                            f"the gate's launch counter holds a {type(entry).__name__} for a kernel, not its [count, us]")
+    return [entry[0], entry[1]]
 
 
 def _recording_grid(grid: Callable[[Any], Any], into: List[Any]) -> Callable[[Any], Any]:
@@ -533,6 +572,7 @@ class Harness:
         self.output_meta: List[tuple] = []
         self.input_meta: List[tuple] = []
         self._previous_returned: List[torch.Tensor] = []
+        self._retired: Optional[tuple] = None     # what an op let go of, freed after its check
         self.python_threads_at_load = threading.active_count()
         self.threads_at_load: Dict[int, str] = {}     # tid -> name once the solution is imported
         self.call_threads: Dict[int, str] = {}        # tid -> name: started during a solution call
@@ -589,8 +629,18 @@ class Harness:
                              "error": "".join(traceback.format_exception(exc))[-4000:]}
             if op == "time":
                 _GC_ENABLE()   # a timed iteration that raised inside its window left it off
-            if op in ("load", "alloc", "release"):
+            # what each op assigned itself, and nothing else, becomes the snapshot's value (a
+            # finalizer that ran in ``alloc`` or ``release`` once set ``prepare``: pass rt16)
+            if op == "load":
                 rebase(snapshot, self, ("fn", "prepare", "dps", "sets", "samples"))
+            elif op in ("alloc", "release"):
+                rebase(snapshot, self, ("sets", "samples"))
+            if self._retired is not None:
+                # the buffers the op let go of are freed only now, after the rebase: what their
+                # finalizers change is checked below like anything the solution changed
+                self._retired = None
+                if op == "release" and self.device.type == "cuda":
+                    torch.cuda.empty_cache()
             if op == "load":
                 reply["integrity_gaps"] = list(snapshot.gaps)   # definitions not snapshotted (integrity.py)
             try:
@@ -708,7 +758,7 @@ class Harness:
         """Allocate ``sets`` input/output buffer sets and ``samples`` output-shaped slots."""
         self.input_meta = [tuple(m) for m in msg["inputs"]]      # (name, shape|None, dtype)
         self.output_meta = [tuple(m) for m in msg["outputs"]]    # (name, shape, dtype)
-        self.sets, self.samples, self._previous_returned = [], [], []
+        self._retire()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         ins = [(shape, dt) for _, shape, dt in self.input_meta if shape is not None]
@@ -726,15 +776,19 @@ class Harness:
         cached blocks back to the device (``torch.cuda.empty_cache``), so that a worker paused
         while other candidates are judged holds no more than its context and what the solution
         keeps itself.  The parent sends it after each workload (``evaluate.release_buffers``);
-        the next workload allocates afresh.  Replies with the bytes still reserved by torch's
-        allocator in this process (0 on the CPU) and how many buffers it dropped."""
+        the next workload allocates afresh.  The message loop does both before its integrity
+        check (``_retire``).  Replies with how many buffers it let go of."""
         dropped = sum(len(st["inputs"]) + len(st["outputs"]) for st in self.sets) + sum(map(len, self.samples))
+        self._retire()
+        return {"ok": True, "dropped": dropped}
+
+    def _retire(self) -> None:
+        """Empty the buffer sets, samples and last returned outputs, holding the old ones in
+        ``_retired`` until the message loop has taken what the op assigned (then it frees them,
+        before its integrity check): a finalizer the solution put on one of them never runs
+        inside the gate's op, and what it changes is reported with the op's reply."""
+        self._retired = (self.sets, self.samples, self._previous_returned)
         self.sets, self.samples, self._previous_returned, self._ptrs = [], [], [], []
-        reserved = 0
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
-            reserved = int(torch.cuda.memory_reserved(self.device))
-        return {"ok": True, "dropped": dropped, "reserved_bytes": reserved}
 
     def _note_call_threads(self, before: Dict[int, str]) -> None:
         """Remember the native threads started during a solution call ({tid: name} snapshot

@@ -361,6 +361,14 @@ CASES: List[Case] = [
          "rewritten body filed under the new key in Triton's cache: the check reads a + b, the reduction runs numpy", "demo",
          _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
          why="the interpreter's reductions call combine_fn.fn, not the rewritten body the check read"),
+    Case("launch_counter_int_subclass", "the launch counter's frame-watched count swapped for an int subclass whose "
+         "__sub__ runs the deferred kernel after the timer stopped", "demo", _r(guards.GATE_TAMPERED), "H1 H3",
+         needs_cpu="it finds the interpreter's launcher",
+         why="the counter's updates and reads look at exact types first (worker._bump, _counter)"),
+    Case("release_finalizer_prepare", "a finalizer on a returned tensor sets the harness's prepare hook when the "
+         "harness lets go of it (op release / alloc); the hook runs the kernel off the clock", "demo",
+         _r(guards.GATE_TAMPERED), "H1 H3",
+         why="alloc and release rebase only sets/samples, and the released buffers are freed after the op's check"),
     Case("honest_reduce_combine", "honest: tl.reduce with a @triton.jit combine function (the interpreter calls its raw .fn)",
          "demo", PASS, why="GPU-valid Triton: the combine function's own code runs inside the launch"),
     Case("honest_rt4_unusual", "honest: a jit function in a tuple argument, a lambda grid, static_range, a defaulted "
