@@ -8,7 +8,8 @@ one-program Triton copy of its result (PASSED at 12-15 ms against 26-78 ms hones
 red-team pass rt16 (2026-12-07), also through ``alloc`` before ``release`` existed.
 Expected: GATE_TAMPERED -- after alloc and release only ``sets``/``samples`` are rebased, and the
 buffers an op let go of are freed after that rebase and before the op's integrity check, so the
-finalizer's change comes back with the release's own reply.  Either device (not yet run on CUDA).
+finalizer's change comes back with the release's own reply.  Either device (as expected on an H100 too:
+results/h100/2026-12-07-release-rt16/).
 """
 import sys
 import time
