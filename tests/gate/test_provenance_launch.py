@@ -88,7 +88,7 @@ def _counting_graph_class():
         def reset(self):
             super().reset()
 
-    state, by_name = {"total": 0}, {}
+    state, by_name = [0, False, 0], {}          # the counter's slots: total, ablate, frame-watched
     note = LaunchCounter._count_graph_replays(Graph, state, by_name, lambda: bool(_Base.capturing),
                                               lambda: id(_Base.capturing[-1]) if _Base.capturing else None)
     RAN.clear()
@@ -114,7 +114,7 @@ def test_each_replay_counts_the_launches_captured_into_the_graph():
     g.replay()
     g.replay()
     assert RAN.count("_score_kernel") == 4
-    assert by_name["_score_kernel"][0] == 4 and by_name["_topk_kernel"][0] == 2 and state["total"] == 6
+    assert by_name["_score_kernel"][0] == 4 and by_name["_topk_kernel"][0] == 2 and state[0] == 6
     other = G()                       # never captured through the wrapper; an attribute adds nothing
     other.launches = {"_score_kernel": 100}
     other.replay()

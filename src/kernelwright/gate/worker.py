@@ -216,7 +216,7 @@ class LaunchCounter:
         except Exception:
             return False
         original = launcher.run
-        state: Dict[str, Any] = {"total": 0, "ablate": False, "watched": 0}
+        state: List[Any] = [0, False, 0]      # slots _TOTAL, _ABLATE, _WATCHED: no keys to compare
         urandom, share = os.urandom, int(interpreted.FRAME_WATCH_SHARE * 65536)
         ablation = interpreted.WriteAblation() if interpreter else None
         snapshot = lowering = None     # CPU: taken below, once this wrapper is in place
@@ -237,14 +237,14 @@ class LaunchCounter:
             note = lambda why: unlowered.setdefault(prefix + getattr(fn_self, "__name__", "?"), why)
             # every Python frame checked in a share of the launches, drawn here (launch_frames)
             frames = int.from_bytes(urandom(2), "big") < share
-            _bump(state, "watched", int(frames))
+            _bump(state, _WATCHED, int(frames))
             return lowering.run(fn_self, args, dict(kwargs), note, frames=frames)
 
         def run(fn_self, *args, **kwargs):
             if kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
-            if state["ablate"] is True:
-                _bump(state, "total", 1)
+            if state[_ABLATE] is True:
+                _bump(state, _TOTAL, 1)
                 return None if ablation is None else launch(fn_self, args, kwargs)
             grids: List[Any] = []
             if not interpreter and callable(kwargs.get("grid")):
@@ -260,7 +260,7 @@ class LaunchCounter:
                 note_captured(name)      # captured, not run
                 return result
             _tally(by_name, name, 1, (clock() - t0) * 1e6)
-            _bump(state, "total", 1)
+            _bump(state, _TOTAL, 1)
             return result
 
         launcher.run = run
@@ -268,10 +268,10 @@ class LaunchCounter:
             snapshot = interpreted.TritonSnapshot()
             lowering = interpreted.JitBodyCheck(snapshot, gate_modes=lambda: tuple(self.gate_modes))
         self._code = run.__code__
-        self._read = lambda: (_counter(state["total"]), {k: _tally_copy(v) for k, v in by_name.items()})
-        self._watched = lambda: _counter(state["watched"])
+        self._read = lambda: (_counter(state[_TOTAL]), _table_copy(by_name))
+        self._watched = lambda: _counter(state[_WATCHED])
         def set_ablate(on: bool, ranges) -> None:
-            state["ablate"] = bool(on)
+            state[_ABLATE] = bool(on)
             if ablation is not None:
                 ablation.set(on, ranges)
 
@@ -282,7 +282,7 @@ class LaunchCounter:
         return True
 
     @staticmethod
-    def _count_graph_replays(cls: type, state: Dict[str, Any], by_name: Dict[str, List[float]],
+    def _count_graph_replays(cls: type, state: List[Any], by_name: Dict[str, List[float]],
                              capturing: Callable[[], bool],
                              capture_id: Callable[[], Optional[int]] = lambda: None) -> Callable[[str], None]:
         """CUDA: wrap ``cls`` (``torch.cuda.CUDAGraph``)'s capture, reset and replay so that each
@@ -347,7 +347,7 @@ class LaunchCounter:
                     and executable(self) == entry[2]):
                 for name, n in entry[1].items():
                     _tally(by_name, name, n, 0.0)
-                    _bump(state, "total", n)
+                    _bump(state, _TOTAL, n)
             return result
 
         cls.capture_begin, cls.capture_end, cls.replay, cls.reset = capture_begin, capture_end, counted_replay, counted_reset
@@ -355,14 +355,19 @@ class LaunchCounter:
 
 
 # The launch counter's tables live in its closures, where a solution can reach them (gc, the
-# closures of the wrapped launcher): every update and read below looks at exact types first, so
-# that no value the solution put there runs its own arithmetic or iteration inside the harness
-# (red-team pass rt16: an int subclass whose __sub__ ran the kernel after the timer stopped).
-def _bump(table: Dict[str, Any], key: str, n: int) -> None:
-    """``table[key] += n`` for the counter's own ints; any other value is left for ``_counter``."""
-    value = table.get(key)
+# closures of the wrapped launcher): its scalars sit in list slots (no key comparisons), and every
+# update and read below looks at exact types first, so that nothing the solution put there runs
+# its own arithmetic, comparison or hashing inside the harness (red-team passes rt16: an int
+# subclass whose __sub__ ran the kernel after the timer stopped; rt17: a str-subclass key whose
+# __eq__ did the same when the harness looked the count up).
+_TOTAL, _ABLATE, _WATCHED = 0, 1, 2
+
+
+def _bump(state: List[Any], slot: int, n: int) -> None:
+    """``state[slot] += n`` for the counter's own ints; any other value is left for ``_counter``."""
+    value = state[slot]
     if type(value) is int:
-        table[key] = value + n
+        state[slot] = value + n
 
 
 def _counter(value: Any) -> int:
@@ -385,6 +390,16 @@ def _tally(table: Dict[str, Any], name: str, count: int, us: float) -> None:
 
 def _own_tally(entry: Any) -> bool:
     return type(entry) is list and len(entry) == 2 and type(entry[0]) is int and type(entry[1]) is float
+
+
+def _table_copy(table: Dict[str, Any]) -> Dict[str, List[Any]]:
+    """A copy of the per-kernel table, whose keys must be exact strs (else GATE_TAMPERED)."""
+    items = list(dict.items(table))
+    for key, _ in items:
+        if type(key) is not str:
+            raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                                f"the gate's launch counter has a {type(key).__name__} key, not a kernel's name")
+    return {key: _tally_copy(entry) for key, entry in items}
 
 
 def _tally_copy(entry: Any) -> List[Any]:

@@ -365,6 +365,10 @@ CASES: List[Case] = [
          "__sub__ runs the deferred kernel after the timer stopped", "demo", _r(guards.GATE_TAMPERED), "H1 H3",
          needs_cpu="it finds the interpreter's launcher",
          why="the counter's updates and reads look at exact types first (worker._bump, _counter)"),
+    Case("launch_counter_key_swap", "the launch counter's \"watched\" key swapped for a str subclass whose __eq__, "
+         "run when the harness looks the count up after the timer stopped, runs the deferred kernel", "demo",
+         _r(guards.GATE_TAMPERED), "H1 H3", needs_cpu="it finds the interpreter's launcher",
+         why="the counter's scalars sit in list slots with exact-type reads; the per-kernel table's keys must be strs"),
     Case("release_finalizer_prepare", "a finalizer on a returned tensor sets the harness's prepare hook when the "
          "harness lets go of it (op release / alloc); the hook runs the kernel off the clock", "demo",
          _r(guards.GATE_TAMPERED), "H1 H3",

