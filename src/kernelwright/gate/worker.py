@@ -43,6 +43,43 @@ FLOAT_POISON = (float("nan"), 7777.0)
 INT_POISON = (-(2**31 - 1), 0)
 
 
+def _hook_ids_reader() -> Callable[[], Tuple[int, ...]]:
+    """A reader, bound to C builtins before any solution code runs, of everything through which
+    code could run inside the harness after a call of the solution returns without being called
+    by it: the profile and trace functions (and those for new threads), the timer signals'
+    handlers, ``sys.monitoring``'s tools, and the depths of torch's function and dispatch mode
+    stacks -- as ids and ints only, so that comparing two readings runs nobody's ``__eq__``.
+    ``Harness._solution`` reads it before and after each call (red-team pass rt18: a profile
+    function or a torch function mode left by the call ran the kernel after the timer stopped,
+    then removed itself before the harness's integrity check)."""
+    import signal
+    import threading
+
+    getprofile, gettrace = sys.getprofile, sys.gettrace
+    for_threads = [getattr(threading, n) for n in ("getprofile", "gettrace") if hasattr(threading, n)]
+    getsignal = signal.getsignal
+    timer_signals = [getattr(signal, n) for n in ("SIGALRM", "SIGVTALRM", "SIGPROF") if hasattr(signal, n)]
+    monitoring = getattr(sys, "monitoring", None)
+    get_tool = monitoring.get_tool if monitoring is not None else None
+    function_modes = getattr(torch._C, "_len_torch_function_stack", None)
+    dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
+
+    def read() -> Tuple[int, ...]:
+        ids = [id(getprofile()), id(gettrace())]
+        ids += [id(get()) for get in for_threads]
+        ids += [id(getsignal(n)) for n in timer_signals]
+        if get_tool is not None:
+            ids += [id(get_tool(i)) for i in range(6)]
+        ids.append(function_modes() if function_modes is not None else -1)
+        ids.append(dispatch_modes() if dispatch_modes is not None else -1)
+        return tuple(ids)
+
+    return read
+
+
+_HOOK_IDS = _hook_ids_reader()
+
+
 def poison(outputs: List[torch.Tensor], variant: int = 0) -> None:
     """Fill every tensor with the poison value of ``variant``.  Through the class's methods, never
     the tensor's own attributes: a solution can set ``y.fill_ = hook`` on a buffer it was handed,
@@ -845,10 +882,10 @@ class Harness:
         pin = self.stream_pin
         pin.select(stream)
         if self.dps:
-            self.fn(*args, *outputs, **kwargs)
+            self._solution(self.fn, *args, *outputs, **kwargs)
             returned = None
         else:
-            returned = self.fn(*args, **kwargs)
+            returned = self._solution(self.fn, *args, **kwargs)
         if not pin.holds(stream):
             pin.select(stream)
             raise SolutionError("RUNTIME_ERROR", guards.STREAM_SWITCHED,
@@ -856,6 +893,20 @@ class Harness:
                                 "called on (use `with torch.cuda.stream(...)`, which restores it; a failed "
                                 "`torch.cuda.graph` capture leaves its capture stream current)")
         return returned
+
+    @staticmethod
+    def _solution(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` -- the solution's entry point or its prepare hook -- which must
+        leave no hook behind that was not there when it began (``_hook_ids_reader``): read while
+        the call is still being timed, so that a hook's own work, if it runs at the reading, is
+        timed too.  Raises SolutionError(RUNTIME_ERROR, GATE_TAMPERED) otherwise."""
+        before = _HOOK_IDS()
+        result = fn(*args, **kwargs)
+        if _HOOK_IDS() != before:
+            raise SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED,
+                                "the call returned with a profile or trace function, a torch mode, a timer "
+                                "signal handler or a monitoring tool installed that was not there when it began")
+        return result
 
     def _accept_returned(self, returned: Any, args: List[Any], outputs: List[torch.Tensor],
                          retired: Optional[List[Any]] = None) -> None:
@@ -982,7 +1033,7 @@ class Harness:
     def _prepare(self, set_index: int, scalars):
         if self.prepare is None:
             return None
-        state = self.prepare(*self._args(set_index, scalars))
+        state = self._solution(self.prepare, *self._args(set_index, scalars))
         self.prims.sync()
         return state
 

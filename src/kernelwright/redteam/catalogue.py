@@ -369,6 +369,14 @@ CASES: List[Case] = [
          "run when the harness looks the count up after the timer stopped, runs the deferred kernel", "demo",
          _r(guards.GATE_TAMPERED), "H1 H3", needs_cpu="it finds the interpreter's launcher",
          why="the counter's scalars sit in list slots with exact-type reads; the per-kernel table's keys must be strs"),
+    Case("call_left_profile_hook", "timed calls return with a sys.setprofile function that runs the kernel at the "
+         "harness's first Python call after the clock was read, then removes itself", "demo",
+         _r(guards.GATE_TAMPERED), "H1 H3", needs_cpu="the harness's frames are looked up by name",
+         why="the hooks are read before and after every call of the solution, inside the timed window"),
+    Case("call_left_function_mode", "timed calls return with a torch function mode that runs the kernel in the "
+         "harness's first torch call after the clock was read; a finalizer pops it", "demo",
+         _r(guards.GATE_TAMPERED), "H1 H3", needs_cpu="the harness's frames are looked up by name",
+         why="the torch mode stacks' depths are read before and after every call of the solution"),
     Case("release_finalizer_prepare", "a finalizer on a returned tensor sets the harness's prepare hook when the "
          "harness lets go of it (op release / alloc); the hook runs the kernel off the clock", "demo",
          _r(guards.GATE_TAMPERED), "H1 H3",
