@@ -196,6 +196,27 @@ def test_ties_duplicate_pages_content(monkeypatch, path):
     _roundtrip(inputs)
 
 
+@pytest.mark.parametrize("pivots", [2, 3, 4])
+@pytest.mark.parametrize("path", PATHS)
+def test_select_pivots(monkeypatch, path, pivots):
+    # The search for the k-th key with several pivots per step (common._kth_key_multi) in every
+    # resident select: random rows of mixed lengths (the short rows with and without their
+    # histogram start), a row of equal scores and a row whose threshold falls among exact ties.
+    _force_path(monkeypatch, path)
+    monkeypatch.setattr(short_rows, "SELECT_PIVOTS", pivots)
+    monkeypatch.setattr(long_rows, "SELECT_PIVOTS", pivots)
+    for hist in (True, False):
+        monkeypatch.setattr(short_rows, "HIST", hist)
+        _roundtrip(_inputs(4, 36, 160, seed=40 + pivots, device="cpu", seq_lens=[2304, 2100, 2049, 1000]))
+    inputs = _inputs(2, 40, 100, seed=50 + pivots, device="cpu", seq_lens=[2500, 2400])
+    inputs["weights"][0] = 0.0
+    cache = inputs["k_index_cache_fp8"]
+    pages = inputs["block_table"][1].to(torch.long)
+    for i in range(3, pages.numel()):
+        cache[pages[i]] = cache[pages[i % 3]].clone()
+    _roundtrip(inputs)
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_output_not_cached(monkeypatch, path):
     _force_path(monkeypatch, path)

@@ -79,6 +79,9 @@ _MIN_BATCH_BLOCK = 64
 # The candidate select's search for the k-th largest key: pivots from the count line (True) or
 # bisection (False); common._kth_key.
 INTERPOLATE = True
+# Pivots per step of that search (common._kth_key): 1 as INTERPOLATE says, >= 2 that many in score
+# space per block-wide count.
+SELECT_PIVOTS = 1
 # Stand-in for the SM count off CUDA (the interpreter).
 _CPU_SMS = 2
 
@@ -173,7 +176,7 @@ def _filter_tile(score_row, bt_row, out_row, cand_key_row, cand_id_row, cursor, 
 
 @triton.jit
 def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi,
-                     TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
+                     TILE: tl.constexpr, INTERPOLATE: tl.constexpr, PIVOTS: tl.constexpr):
     """The k largest of n <= TILE candidates, held in registers: their ids go to
     out_row[pos0 : pos0 + k] (any order; among equal keys the first ones in list order).
 
@@ -186,7 +189,7 @@ def _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi,
     # .cg: the candidates were stored by other programs of this launch.
     key = tl.load(cand_key_row + offs, mask=valid, other=0, cache_modifier=".cg")
     ids = tl.load(cand_id_row + offs, mask=valid, other=0, cache_modifier=".cg")
-    t32, c_hi = _kth_key(key, valid, lo, hi, n, tl.full([], 0, tl.int32), k, INTERPOLATE)
+    t32, c_hi = _kth_key(key, valid, lo, hi, n, tl.full([], 0, tl.int32), k, INTERPOLATE, PIVOTS)
     gt = valid & (key > t32)
     eq = valid & (key == t32)
     csum = tl.cumsum(gt.to(tl.int32) + (eq.to(tl.int32) << 16), axis=0)
@@ -238,12 +241,13 @@ def _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TIL
 
 @triton.jit
 def _select_candidates(cand_key_row, cand_id_row, n, k, out_row, pos0, thr,
-                       HIST_BITS: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
+                       HIST_BITS: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr,
+                       PIVOTS: tl.constexpr):
     """The k largest of the row's n candidates (k <= n; all in histogram bin thr) to
     out_row[pos0 : pos0 + k]."""
     lo, hi = _bin_bounds(thr, HIST_BITS)
     if n <= TILE:
-        _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE, INTERPOLATE)
+        _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE, INTERPOLATE, PIVOTS)
     else:
         _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE)
 
@@ -260,7 +264,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PAGES_PER_ITEM: tl.constexpr, BATCH_BLOCK: tl.constexpr,
                   HIST_BITS: tl.constexpr, MAX_STRIPES: tl.constexpr, STAGES: tl.constexpr,
-                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr,
+                  SELECT_HERE: tl.constexpr, TILE: tl.constexpr, INTERPOLATE: tl.constexpr, PIVOTS: tl.constexpr,
                   IMPRECISE: tl.constexpr):
     """One program per work item of the call (see the module docstring); the grid covers a
     batch of full-width rows, programs past the call's item count return at once.
@@ -318,7 +322,7 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
                         t0 += TILE
                     tl.debug_barrier()           # candidate stores before their loads
                     _select_candidates(cand_key_row, cand_id_row, inside, TOPK - above,
-                                       out_row, above, thr, HIST_BITS, TILE, INTERPOLATE)
+                                       out_row, above, thr, HIST_BITS, TILE, INTERPOLATE, PIVOTS)
                 else:
                     tl.store(state_ptr + b * 4, thr)
                     tl.store(state_ptr + b * 4 + 1, above)
@@ -332,7 +336,8 @@ def _filter_kernel(seq_ptr, bt_ptr, score_ptr, state_ptr, cursor_ptr, arrive_ptr
                    cand_key_ptr, cand_id_ptr, out_ptr,
                    max_pages, stride_btb, stride_sb, stride_ob,
                    TOPK: tl.constexpr, PS: tl.constexpr, HIST_BITS: tl.constexpr,
-                   TILE: tl.constexpr, CAND_TILE: tl.constexpr, INTERPOLATE: tl.constexpr):
+                   TILE: tl.constexpr, CAND_TILE: tl.constexpr, INTERPOLATE: tl.constexpr,
+                   PIVOTS: tl.constexpr):
     """Two-launch path, after _score_kernel: program (b, j) filters tokens [j*TILE, +TILE) of a
     scored row b against state[b]'s threshold bin (_filter_tile with atomic bases), then
     arrives on the row's counter; the last arriver resets the counter and the cursor and
@@ -358,7 +363,7 @@ def _filter_kernel(seq_ptr, bt_ptr, score_ptr, state_ptr, cursor_ptr, arrive_ptr
             tl.store(arrive_ptr + b, 0)
             tl.store(cursor_ptr + b, tl.full([], 0, tl.int64))
             _select_candidates(cand_key_row, cand_id_row, inside, TOPK - above, out_row, above,
-                               thr, HIST_BITS, CAND_TILE, INTERPOLATE)
+                               thr, HIST_BITS, CAND_TILE, INTERPOLATE, PIVOTS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,7 +428,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
              BATCH_BLOCK=max(_MIN_BATCH_BLOCK, triton.next_power_of_2(batch)),
              HIST_BITS=_HIST_BITS, MAX_STRIPES=_MAX_STRIPES, STAGES=_SCORE_STAGES,
              SELECT_HERE=plan.one_launch,
-             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, IMPRECISE=IMPRECISE_ACC, num_warps=4))]
+             TILE=_ONE_LAUNCH_TILE, INTERPOLATE=INTERPOLATE, PIVOTS=SELECT_PIVOTS, IMPRECISE=IMPRECISE_ACC, num_warps=4))]
     if not plan.one_launch:
         small = batch * tokens <= _SMALL_FILTER_TOKENS
         tile = _SMALL_FILTER_TILE if small else _FILTER_TILE
@@ -432,6 +437,6 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
             cand_keys, cand_ids, topk_indices,
             max_pages, block_table.stride(0), scores.stride(0), topk_indices.stride(0)),
             dict(TOPK=topk, PS=page_size, HIST_BITS=_HIST_BITS, TILE=tile,
-                 CAND_TILE=min(tile, _CAND_TILE), INTERPOLATE=INTERPOLATE,
+                 CAND_TILE=min(tile, _CAND_TILE), INTERPOLATE=INTERPOLATE, PIVOTS=SELECT_PIVOTS,
                  num_warps=_SMALL_FILTER_WARPS if small else _FILTER_WARPS)))
     return launches, [scores, cand_keys, cand_ids]

@@ -47,6 +47,10 @@ _SPLIT_TOPK_WARPS = 8
 # epilogue's atomics on the hot bins of many histograms).
 HIST = True
 HIST_MAX_BATCH = 8
+# Pivots per step of the resident selects' search for the k-th largest key (common._kth_key):
+# 1 = one pivot (the count line in key space inside the histogram bin, else bisection over the
+# row); >= 2 = that many in score space, counted in one block-wide reduction.
+SELECT_PIVOTS = 1
 # Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
@@ -110,14 +114,15 @@ def _score_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, hist_
 @triton.jit
 def _select_resident(row, seq, k, scored, bt_row, out_row, hist_row,
                      TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                     TILE: tl.constexpr, HIST: tl.constexpr, HIST_BITS: tl.constexpr):
+                     TILE: tl.constexpr, HIST: tl.constexpr, HIST_BITS: tl.constexpr,
+                     PIVOTS: tl.constexpr):
     """Top-k ids of one row whose TILE >= seq keys stay in registers.
 
     The threshold T is the k-th largest key (k = min(topk, seq_len)), found by common._kth_key
     in one block-wide count per step.  HIST: the scoring epilogue counted the row's keys into
     histogram bins (hist_row, HIST_BITS bits), so the search starts inside the bin that holds
-    T (read and zeroed here) with pivots from the count line; else it bisects [min key,
-    max key + 1].  Then ids with key > T go to slots 0.., the first (k - #greater) ids with
+    T (read and zeroed here), else from [min key, max key + 1]; PIVOTS pivots per step
+    (common._kth_key).  Then ids with key > T go to slots 0.., the first (k - #greater) ids with
     key == T after them (one packed cumsum); slots from k on get -1.
     Rows that were not scored (seq_len <= topk) read every key as 0 and take them all.
     """
@@ -144,7 +149,7 @@ def _select_resident(row, seq, k, scored, bt_row, out_row, hist_row,
         hi = tl.max(tl.where(valid, key, INT32_MIN), axis=0).to(tl.int64) + 1
         c_lo = seq
         c_hi = tl.full([], 0, tl.int32)
-    t32, n_gt = _kth_key(key, valid, lo, hi, c_lo, c_hi, k, HIST)   # n_gt = count(key > T)
+    t32, n_gt = _kth_key(key, valid, lo, hi, c_lo, c_hi, k, HIST, PIVOTS)   # n_gt = count(key > T)
     gt = valid & (key > t32)
     eq = valid & (key == t32)
     # One scan for both ranks: greater-than count in the low 16 bits, ties in the high.
@@ -165,7 +170,8 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
                   TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, H: tl.constexpr,
                   D: tl.constexpr, PS: tl.constexpr, ROW_BYTES: tl.constexpr,
                   PPD: tl.constexpr, GPP: tl.constexpr, TILE: tl.constexpr,
-                  HIST: tl.constexpr, HIST_BITS: tl.constexpr, IMPRECISE: tl.constexpr):
+                  HIST: tl.constexpr, HIST_BITS: tl.constexpr, IMPRECISE: tl.constexpr,
+                  PIVOTS: tl.constexpr):
     """Scoring and top-k in one launch, grid (B, n_chunks).
 
     Program (b, chunk) scores GPP groups of PPD pages of row b (one FP8 tl.dot per group:
@@ -211,21 +217,22 @@ def _fused_kernel(q_ptr, k_ptr, ks_ptr, w_ptr, seq_ptr, bt_ptr, score_ptr, cnt_p
         tl.store(cnt_ptr + b, 0)
         _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
                          bt_ptr + b * stride_btb, out_ptr + b * stride_ob, hist_ptr + b * stride_hb,
-                         TOPK, TOPK_BLOCK, PS, TILE, HIST, HIST_BITS)
+                         TOPK, TOPK_BLOCK, PS, TILE, HIST, HIST_BITS, PIVOTS)
 
 
 @triton.jit
 def _topk_resident_kernel(score_ptr, seq_ptr, bt_ptr, hist_ptr, out_ptr, max_pages,
                           stride_sb, stride_btb, stride_hb, stride_ob,
                           TOPK: tl.constexpr, TOPK_BLOCK: tl.constexpr, PS: tl.constexpr,
-                          TILE: tl.constexpr, HIST: tl.constexpr, HIST_BITS: tl.constexpr):
+                          TILE: tl.constexpr, HIST: tl.constexpr, HIST_BITS: tl.constexpr,
+                          PIVOTS: tl.constexpr):
     """Split path, after _score_kernel: the top-k of one row held in registers, grid (B,)."""
     b = tl.program_id(0)
     seq = tl.load(seq_ptr + b)
     seq = tl.minimum(tl.maximum(seq, 0), max_pages * PS)
     _select_resident(score_ptr + b * stride_sb, seq, tl.minimum(seq, TOPK), seq > TOPK,
                      bt_ptr + b * stride_btb, out_ptr + b * stride_ob, hist_ptr + b * stride_hb,
-                     TOPK, TOPK_BLOCK, PS, TILE, HIST, HIST_BITS)
+                     TOPK, TOPK_BLOCK, PS, TILE, HIST, HIST_BITS, PIVOTS)
 
 
 @triton.jit
@@ -389,7 +396,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
             block_table.stride(0), scores.stride(0), hist.stride(0), topk_indices.stride(0)),
             dict(TOPK=topk, TOPK_BLOCK=topk_block, H=shapes.heads, D=shapes.head_dim, PS=page_size,
                  ROW_BYTES=shapes.row_bytes, PPD=ppd, GPP=gpp, TILE=tile, HIST=use_hist, HIST_BITS=HIST_BITS,
-                 IMPRECISE=IMPRECISE_ACC, num_warps=num_warps, num_stages=2))], [scores]
+                 IMPRECISE=IMPRECISE_ACC, PIVOTS=SELECT_PIVOTS, num_warps=num_warps, num_stages=2))], [scores]
     ppp = _pages_per_prog(batch, max_pages)
     split = schedule == "split"
     score = (_score_kernel, (batch, triton.cdiv(max_pages, ppp)), (
@@ -405,7 +412,7 @@ def launches(shapes: CallShapes, q_index_fp8, k_fp8, k_scales, weights, seq_lens
             scores, seq_lens, block_table, hist, topk_indices, max_pages,
             scores.stride(0), block_table.stride(0), hist.stride(0), topk_indices.stride(0)),
                   dict(TOPK=topk, TOPK_BLOCK=topk_block, PS=page_size, TILE=tile,
-                       HIST=use_hist, HIST_BITS=HIST_BITS, num_warps=_SPLIT_TOPK_WARPS))
+                       HIST=use_hist, HIST_BITS=HIST_BITS, PIVOTS=SELECT_PIVOTS, num_warps=_SPLIT_TOPK_WARPS))
     else:
         chunk = _CHUNK_TOKENS
         assert chunk < 65536  # the packed cumsum keeps each rank in 16 bits
