@@ -517,8 +517,11 @@ CASES: List[Case] = [
          _r(guards.GATE_TAMPERED, guards.STREAM_SWITCHED), "H8", needs_cuda=True,
          why="the stream pin is watched by the integrity snapshot"),
     Case("hold_named", "names its unjoined kernel like the gate's hold kernel", "demo",
-         _r(guards.UNMEASURED_WORK, guards.PHASE_MISMATCH), "H8", needs_cuda=True,
-         why="a traced call holds exactly one kernel named like the hold, the gate's own"),
+         _r(guards.UNMEASURED_WORK, guards.PHASE_MISMATCH, guards.GATE_TAMPERED), "H8", needs_cuda=True,
+         why="a traced call holds exactly one kernel named like the hold, the gate's own; and the "
+             "solution's Triton launches of that name have no CUPTI record the tracer keeps "
+             "(GATE_TAMPERED, the check of case cupti_disable_unjoined: seen on an H100, "
+             "results/h100/2026-12-07-select-pivots/rerun-b-cuda.log)"),
     Case("cupti_aware_host_compute", "computes on the host while held, a decoy where a separate CUPTI window would trace",
          "demo", PASS, "H9", needs_cuda=True, min_latency_ms=0.02,
          why="CUPTI traces every held timed call: the copies show in the timed calls themselves, so the headline "

@@ -17,8 +17,9 @@ threshold bin T (the bin holding the topk-th largest score) and the count above 
   - wider rows (two launches): it stores T; _filter_kernel, grid (B, row tiles), filters
     every tile in parallel (output slots and candidate slots from one packed int64 atomic per
     tile) and the row's last arriving tile selects among the candidates.
-The candidate select is exact: a bisection on the candidates' keys for the key of rank `need`
-(stopping early on an exact count), the keys above it taken, then the first ties.
+The candidate select is exact: a search on the candidates' keys for the key of rank `need`
+(common._kth_key, SELECT_PIVOTS pivots per count, stopping early on an exact count), the keys
+above it taken, then the first ties.
 All per-row counters and histograms live in a per-device workspace that every call leaves
 zeroed (each last arriver resets what its row used).
 """
@@ -79,9 +80,10 @@ _MIN_BATCH_BLOCK = 64
 # The candidate select's search for the k-th largest key: pivots from the count line (True) or
 # bisection (False); common._kth_key.
 INTERPOLATE = True
-# Pivots per step of that search (common._kth_key): 1 as INTERPOLATE says, >= 2 that many in score
-# space per block-wide count.
-SELECT_PIVOTS = 1
+# Pivots per step of that search (common._kth_key): 1 as INTERPOLATE says, 2-4 that many in score
+# space per block-wide count (INTERPOLATE then unused); 2 as short_rows.SELECT_PIVOTS (measured
+# there): the filter kernel 0.87-0.94 of one pivot's at 16-64 rows of 16K-128K.
+SELECT_PIVOTS = 2
 # Stand-in for the SM count off CUDA (the interpreter).
 _CPU_SMS = 2
 

@@ -8,8 +8,8 @@ Schedule (on shapes only, no host synchronisation), by the row tile next_pow2(ma
     x per-token scale, relu, x weights, sum over heads) into a scratch row [B, max_pages*PS]
     fp32 (-inf past seq_len), then arrives on the row's counter; the last program of the row
     to arrive resets the counter and selects the top-k with the row in registers:
-    order-preserving int32 keys, bisection for the k-th largest key T (early stop on an exact
-    count), then ids with key > T and the first (k - #greater) ties written at positions from
+    order-preserving int32 keys, the k-th largest key T searched with two pivots per block-wide
+    count (common._kth_key; early stop on an exact count), then ids with key > T and the first (k - #greater) ties written at positions from
     one packed cumsum; -1 fills the slots from k on.
   * 8192 (65-128 pages): two launches, _score_kernel (4-warp programs) then
     _topk_resident_kernel (the same selection, one 8-warp program per row); measured faster
@@ -49,8 +49,10 @@ HIST = True
 HIST_MAX_BATCH = 8
 # Pivots per step of the resident selects' search for the k-th largest key (common._kth_key):
 # 1 = one pivot (the count line in key space inside the histogram bin, else bisection over the
-# row); >= 2 = that many in score space, counted in one block-wide reduction.
-SELECT_PIVOTS = 1
+# row); 2-4 = that many in score space, counted in one block-wide reduction.  2: gate A/B over the
+# envelope on an H100 (results/h100/2026-12-07-select-pivots/), 0.963 of one pivot's device time
+# (geometric mean; 0.84-0.93 at 16-64 rows of 4K-8K), 4 pivots 0.99 (each step costs more).
+SELECT_PIVOTS = 2
 # Streamed path's scoring grid: aim for about this many programs (a few waves on 132 SMs)
 # before packing several pages into one program.
 _SCORE_TARGET_PROGRAMS = 1056
