@@ -390,4 +390,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from kernelwright.workflow.evaljob import exit_now
+
+    exit_now(main())
