@@ -170,3 +170,19 @@ def test_export_traceset_onto_a_file_is_one_line(tmp_path):
     dest.write_text("x")
     res = CliRunner().invoke(app, ["export-traceset", str(tmp_path), str(dest)])
     assert res.exit_code == 2 and "not a folder" in res.output and "Traceback" not in res.output
+
+
+def test_solutions_export_onto_a_file_is_one_line(tmp_path):
+    dest = tmp_path / "afile"
+    dest.write_text("x")
+    res = _invoke(["solutions", "export", str(dest)])
+    assert res.exit_code == 2 and "Not a directory" in res.output
+
+
+def test_a_manifest_naming_its_definition_by_alias_says_so(tmp_path):
+    folder = _variant(tmp_path, "aliased")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["definition"] = "demo"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    res = _invoke(["eval", str(folder), "--device", "cpu", "--quick"])
+    assert res.exit_code == 2 and "alias 'demo'" in res.output and "demo_rmsnorm_h512" in res.output

@@ -31,8 +31,8 @@ def one_line_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, ValueError, KeyError,
-                ClusterUnavailable) as exc:
+        except (UsageError, DataFileError, UnknownDefinition, FileNotFoundError, NotADirectoryError,
+                IsADirectoryError, PermissionError, ValueError, KeyError, ClusterUnavailable) as exc:
             fail(_one_line(exc))
         except KeyboardInterrupt:
             fail("interrupted (results written so far are kept)", 130)

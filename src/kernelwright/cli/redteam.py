@@ -115,7 +115,7 @@ def redteam_cmd(
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = require_device(device)
+    device = require_device(device, hint="run on a GPU machine, or use --device cpu (the catalogue on Triton's interpreter)")
     if jobs is None:
         jobs = 2 if device == "cpu" else 1
     ids = list(case) if case else None

@@ -296,6 +296,12 @@ class BuiltinDefinition:
         """A one-line problem when ``solution`` (a trace.Solution) was written for another
         definition than this one (or its quick variant), else None."""
         if solution.definition != self.base_name:
+            from kernelwright.definitions import get_or_none
+
+            named = get_or_none(solution.definition)
+            if named is not None and named.base_name == self.base_name:
+                return (f"solution {solution.name!r} names its definition by the alias {solution.definition!r}: "
+                        f"a solution (manifest.json or Solution JSON) names it in full, {self.base_name!r}")
             return f"solution {solution.name!r} is for {solution.definition}, not {self.base_name}"
         return None
 
