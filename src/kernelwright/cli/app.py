@@ -116,8 +116,12 @@ def _run_plans(plans, cfg, out: Path, title: str, timeouts=None, suffix: str = "
                   console=console, transient=False) as progress:
         task = progress.add_task(title, total=None)
 
+        plain = not console.is_terminal   # output to a file or a pipe: no live bar, one line per evaluation
+
         def hook(desc: str, done: int, total: int) -> None:
             progress.update(task, description=desc[:70], completed=done, total=total)
+            if plain:
+                console.print(f"{done}/{total} {desc}", highlight=False, soft_wrap=True)
 
         if pool is not None or ray:
             from kernelwright.cluster import run_bench_distributed
