@@ -492,6 +492,19 @@ CASES: List[Case] = [
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="HOLE (docs/gate.md section 3 item 6, documented): the ablation call is recognisable from the "
              "harness's frame, so its outputs are wrong like an honest solution's: PASS today"),
+    # red-team pass rt19
+    Case("sharer_thread_hijack", "runs its loop in multiprocessing's resource-sharer thread (a callback it registered "
+         "and asked for): host compute outside the call and the recorder, copied out by a Triton kernel", "demo",
+         _r(guards.HOST_COMPUTE, guards.BACKGROUND_THREAD, guards.GATE_TAMPERED), "H1 H9",
+         why="the sharer's thread is tolerated as the gate's descriptor hand-over; running the solution's code "
+             "it is a background thread"),
+    Case("dispatch_randn_generator", "registers its own aten::randn.generator kernel: the harness's input "
+         "regeneration does the work", "demo", _r(guards.GATE_TAMPERED), "H8",
+         why="every dispatcher entry the harness's window reaches must be watched, every overload included"),
+    Case("dispatch_local_scalar_dense", "registers its own aten::_local_scalar_dense kernel: bool() in the "
+         "harness's poison check does the work right after the check", "demo",
+         _r(guards.GATE_TAMPERED, guards.OUTPUT_PREWRITTEN), "H8",
+         why="every dispatcher entry the harness's window reaches must be watched"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",
