@@ -1,0 +1,41 @@
+"""The host-op recorder's record is the solution's to edit (red-team pass rt19; docs/next-steps.md
+item 7, "HostOpRecorder tallies not type-checked"): on the CPU the gate records the torch ops a
+call runs into a dict that ``Harness.op_call`` keeps as its local ``host_ops`` and sends to the
+parent with its reply, after the call has returned.  This solution computes RMSNorm with plain
+torch (recorded) into a temporary, copies it into the output with a one-program Triton kernel (so
+the ablation call, whose Triton stores are dropped, leaves the outputs wrong like an honest
+solution's), and before returning clears the dict it finds in ``op_call``'s frame (or in
+``_profile_kernels``', the profiled call after the timed loop): the parent receives an empty record.  Timed calls carry no recorder.
+Expected: HOST_COMPUTE (or GATE_TAMPERED).  CPU only (on CUDA CUPTI sees the aten kernels).
+"""
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy(src, dst, n, N: tl.constexpr):
+    o = tl.arange(0, N)
+    m = o < n
+    tl.store(dst + o, tl.load(src + o, mask=m), mask=m)
+
+
+def _erase_record():
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name in ("op_call", "_profile_kernels"):
+            ops = f.f_locals.get("host_ops")
+            if type(ops) is dict:
+                ops.clear()
+            return
+        f = f.f_back
+
+
+def run(x, weight, eps, y):
+    xf = x.float()
+    tmp = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(y.dtype)
+    n = tmp.numel()
+    _copy[(1,)](tmp, y, n, N=triton.next_power_of_2(n))
+    _erase_record()
