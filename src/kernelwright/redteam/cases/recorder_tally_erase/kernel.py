@@ -6,7 +6,7 @@ torch (recorded) into a temporary, copies it into the output with a one-program 
 the ablation call, whose Triton stores are dropped, leaves the outputs wrong like an honest
 solution's), and before returning clears the dict it finds in ``op_call``'s frame (or in
 ``_profile_kernels``', the profiled call after the timed loop): the parent receives an empty record.  Timed calls carry no recorder.
-Expected: HOST_COMPUTE (or GATE_TAMPERED).  CPU only (on CUDA CUPTI sees the aten kernels).
+Expected today: PASS (HOLE, not fixed in pass rt19).  Fixed: HOST_COMPUTE.  CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import sys
 
