@@ -45,6 +45,11 @@ _MODULES = (
     # definitions from FlashInfer-Bench files: their input synthesis and fixed (safetensors) inputs
     # run in the worker between timed iterations too; diagnostics words the solution's errors
     "kernelwright.definitions.generic", "kernelwright.definitions.fixed", "kernelwright.diagnostics",
+    # the trace model whose methods make_inputs calls while the inputs are written
+    # (``definition.axis_values``; case trace_class_method_hook), and the resource sharer whose
+    # thread the gate tolerates (case sharer_thread_hijack)
+    "kernelwright.trace", "kernelwright.trace.definition", "kernelwright.trace.workload",
+    "kernelwright.trace.dtypes", "multiprocessing.resource_sharer",
 )
 
 # aten operators the harness runs on its own tensors between timed iterations (poisoning, input
@@ -61,7 +66,62 @@ _HARNESS_OPS = ("aten::fill_.Scalar", "aten::fill_.Tensor", "aten::copy_", "aten
                 "aten::sum", "aten::max", "aten::sort", "aten::topk", "aten::index_select", "aten::cat",
                 "aten::stack", "aten::where.self", "aten::masked_fill_.Scalar",
                 # the poison check before every timed call (worker.Harness._require_poison)
-                "aten::all", "aten::logical_not", "aten::eq.Scalar")
+                "aten::all", "aten::logical_not", "aten::eq.Scalar",
+                # bool() / .item() of a tensor (the poison check's verdict; case dispatch_local_scalar_dense)
+                "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero",
+                # the input generators' other entries (inputs.random_tensor: fp8 clamps then casts)
+                "aten::randn", "aten::rand", "aten::randint", "aten::clamp_", "aten::clamp", "aten::empty_like")
+
+
+_HARNESS_OPS_ALL: List[Tuple[str, ...]] = []
+
+
+def _harness_ops() -> Tuple[str, ...]:
+    if not _HARNESS_OPS_ALL:
+        _HARNESS_OPS_ALL.append(_expand_harness_ops())
+    return _HARNESS_OPS_ALL[0]
+
+
+_TRUSTED_CODE: List[Any] = []     # launch_frames.ForeignFrames made at the first hook-state read
+
+
+def foreign_thread_code() -> Optional[str]:
+    """A thread other than the calling one that is running Python code which did not exist at the
+    first hook-state read (the snapshot, before the solution's import), or None.  The gate
+    tolerates multiprocessing's resource-sharer thread (it hands the buffers' descriptors over),
+    but that thread runs whatever callback was registered for the key it is asked for: a
+    solution that registers its own and connects to it gets a background thread no count sees
+    (case sharer_thread_hijack)."""
+    if not _TRUSTED_CODE:
+        return None
+    frames_of = _TRUSTED_CODE[0]
+    me = _TRUSTED_CODE[1]()
+    for tid, frame in _TRUSTED_CODE[2]().items():
+        if tid == me:
+            continue
+        f = frame
+        while f is not None:
+            if frames_of.foreign(f):
+                code = f.f_code
+                return f"thread {tid} runs {code.co_name} ({code.co_filename}:{f.f_lineno})"
+            f = f.f_back
+    return None
+
+
+def _expand_harness_ops() -> Tuple[str, ...]:
+    """Every overload of every operator in ``_HARNESS_OPS``: a dispatcher entry is per overload
+    (the input regeneration's ``torch.randn(..., generator=g)`` is ``aten::randn.generator``, not
+    ``aten::randn``; case dispatch_randn_generator)."""
+    torch = sys.modules.get("torch")
+    bases = {op.split(".", 1)[0] for op in _HARNESS_OPS}
+    names = set(_HARNESS_OPS)
+    all_names = getattr(getattr(torch, "_C", None), "_dispatch_get_all_op_names", None) if torch else None
+    if all_names is not None:
+        try:
+            names |= {n for n in all_names() if n.split(".", 1)[0] in bases}
+        except Exception:
+            pass
+    return tuple(sorted(names))
 
 _CLASSES = (
     ("torch.Tensor", lambda: __import__("torch").Tensor),
@@ -73,6 +133,12 @@ _CLASSES = (
     ("multiprocessing.connection.Connection", lambda: sys.modules["multiprocessing.connection"].Connection),
     ("multiprocessing.reduction.ForkingPickler", lambda: sys.modules["multiprocessing.reduction"].ForkingPickler),
     ("threading.Thread", lambda: sys.modules["threading"].Thread),
+    ("multiprocessing.resource_sharer._ResourceSharer",
+     lambda: __import__("multiprocessing.resource_sharer", fromlist=["_"])._ResourceSharer),
+    # isinstance() on the trace model's classes (make_inputs: ``isinstance(..., ScalarInput)``)
+    ("pydantic ModelMetaclass", lambda: __import__("pydantic._internal._model_construction",
+                                                    fromlist=["_"]).ModelMetaclass),
+    ("pydantic BaseModel", lambda: __import__("pydantic").BaseModel),
     # the device-time clock's blocking kernel and hold policy (methods swapped in place would
     # change how an iteration is held or judged)
     ("kernelwright.gate.timing.StreamHold", lambda: sys.modules["kernelwright.gate.timing"].StreamHold),
@@ -166,7 +232,8 @@ def capture(harness: Any = None) -> Snapshot:
         entries += _entries_of(mod_name, mod, list(vars(mod)))
         for name, value in list(vars(mod).items()):
             # classes defined by the gate modules themselves (Harness, L2Flusher, ...)
-            if isinstance(value, type) and mod_name.startswith(("kernelwright.gate", "kernelwright.definitions")) and \
+            if isinstance(value, type) and \
+                    mod_name.startswith(("kernelwright.gate", "kernelwright.definitions", "kernelwright.trace")) and \
                     getattr(value, "__module__", "") == mod_name:
                 entries += _class_entries(f"{mod_name}.{name}", value)
                 classes[f"{mod_name}.{name}"] = (value, frozenset(value.__dict__))
@@ -327,8 +394,14 @@ def _hook_state() -> Dict[str, Any]:
 
     import signal
 
+    if not _TRUSTED_CODE:
+        from kernelwright.gate import launch_frames
+
+        _TRUSTED_CODE[:] = [launch_frames.ForeignFrames(), threading.get_ident, sys._current_frames]
     state: Dict[str, Any] = {
         "sys.setprofile": sys.getprofile(), "sys.settrace": sys.gettrace(),
+        # another thread (the resource sharer's) running code made after the snapshot
+        "thread running foreign code": foreign_thread_code() is not None,
         "gc.callbacks": tuple(id(c) for c in gc.callbacks),
         # a Python signal handler runs between any two bytecodes of the harness, e.g. while it
         # waits for the parent's copy of a checked output
@@ -349,7 +422,7 @@ def _hook_state() -> Dict[str, Any]:
     if torch is not None:
         dump = getattr(torch._C, "_dispatch_dump", None)
         if dump is not None:
-            for op in _HARNESS_OPS:
+            for op in _harness_ops():
                 try:
                     state[f"dispatcher {op}"] = dump(op)
                 except Exception:

@@ -499,6 +499,10 @@ class JitBodyCheck:
             allowed = allowed | {sharer._thread.ident}    # multiprocessing's descriptor handover
         if set(sys._current_frames()) - allowed:
             return "a Python thread started after the gate runs beside the launch"
+        from kernelwright.gate.integrity import foreign_thread_code
+        foreign = foreign_thread_code()
+        if foreign is not None:     # the sharer's thread running a callback of the solution's
+            return f"another thread runs code made after the gate started, beside the launch: {foreign}"
         if self._audit_attempts:
             return "the solution tried to add an audit hook (it would run inside the launch)"
         problem = self._imports_problem()

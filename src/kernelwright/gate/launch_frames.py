@@ -78,6 +78,11 @@ class ForeignFrames:
         finally:
             self._settrace(previous)
 
+    def foreign(self, frame) -> bool:
+        """Whether ``frame`` runs code this object does not trust (another thread's frame)."""
+        code, space = id(frame.f_code), id(frame.f_globals)
+        return self._trusted.get(code) != space and (code, space) not in self._shared
+
     def _judge(self, frame) -> None:
         code = frame.f_code
         why = (f"Python code that is not the kernel's and did not exist before the solution's import ran "
