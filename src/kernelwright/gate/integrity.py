@@ -70,7 +70,11 @@ _HARNESS_OPS = ("aten::fill_.Scalar", "aten::fill_.Tensor", "aten::copy_", "aten
                 # bool() / .item() of a tensor (the poison check's verdict; case dispatch_local_scalar_dense)
                 "aten::_local_scalar_dense", "aten::item", "aten::is_nonzero",
                 # the input generators' other entries (inputs.random_tensor: fp8 clamps then casts)
-                "aten::randn", "aten::rand", "aten::randint", "aten::clamp_", "aten::clamp", "aten::empty_like")
+                "aten::randn", "aten::rand", "aten::randint", "aten::clamp_", "aten::clamp", "aten::empty_like",
+                # what the built-ins' make_inputs run besides (tests/gate/test_harness_ops_watched.py)
+                "aten::lt", "aten::gt", "aten::arange", "aten::full", "aten::index", "aten::select",
+                "aten::slice", "aten::unsqueeze", "aten::amax", "aten::detach", "aten::index_put_",
+                "aten::ones_like")
 
 
 _HARNESS_OPS_ALL: List[Tuple[str, ...]] = []
@@ -95,17 +99,63 @@ def foreign_thread_code() -> Optional[str]:
     if not _TRUSTED_CODE:
         return None
     frames_of = _TRUSTED_CODE[0]
-    me = _TRUSTED_CODE[1]()
-    for tid, frame in _TRUSTED_CODE[2]().items():
-        if tid == me:
-            continue
-        f = frame
-        while f is not None:
+    frames = _TRUSTED_CODE[2]()
+    # this thread's own frame object is dropped at once: held in a local it would be a cycle
+    # (frame -> its locals -> frame) that keeps the caller's frames, and every object their
+    # locals hold, alive until the collector runs -- it moved when the solution's finalizers ran
+    frames.pop(_TRUSTED_CODE[1](), None)
+    found = None
+    for tid, f in frames.items():
+        while f is not None and found is None:
             if frames_of.foreign(f):
                 code = f.f_code
-                return f"thread {tid} runs {code.co_name} ({code.co_filename}:{f.f_lineno})"
+                found = f"thread {tid} runs {code.co_name} ({code.co_filename}:{f.f_lineno})"
             f = f.f_back
-    return None
+    frames.clear()
+    return found
+
+
+class _ModuleCode:
+    """The code objects of the functions (and of the classes' functions, and the code nested in
+    them) of every module loaded when it is made -- before the solution's import -- with the
+    globals they run with: what another thread of the worker (the resource sharer's, CUPTI's
+    callbacks) may be running.  Built from the modules' namespaces (not the collector's object
+    list, whose walk shifted when finalizers of the solution's objects ran)."""
+
+    def __init__(self) -> None:
+        self._pairs: set = set()
+        self._keep: list = []
+        for mod in list(sys.modules.values()):
+            space = getattr(mod, "__dict__", None)
+            if type(space) is not dict:
+                continue
+            for value in list(space.values()):
+                self._add_value(value, 1)
+
+    def _add_value(self, value: Any, depth: int) -> None:
+        if type(value) is types.FunctionType:
+            self._add_code(value.__code__, value.__globals__)
+        elif type(value) in (staticmethod, classmethod):
+            self._add_value(value.__func__, depth)
+        elif type(value) is property:
+            for f in (value.fget, value.fset, value.fdel):
+                self._add_value(f, depth)
+        elif issubclass(type(value), type) and depth:
+            for item in list(vars(value).values()):
+                self._add_value(item, depth - 1)
+
+    def _add_code(self, code: types.CodeType, space: dict) -> None:
+        key = (id(code), id(space))
+        if key in self._pairs:
+            return
+        self._pairs.add(key)
+        self._keep += (code, space)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                self._add_code(const, space)
+
+    def foreign(self, frame) -> bool:
+        return (id(frame.f_code), id(frame.f_globals)) not in self._pairs
 
 
 def _expand_harness_ops() -> Tuple[str, ...]:
@@ -395,9 +445,7 @@ def _hook_state() -> Dict[str, Any]:
     import signal
 
     if not _TRUSTED_CODE:
-        from kernelwright.gate import launch_frames
-
-        _TRUSTED_CODE[:] = [launch_frames.ForeignFrames(), threading.get_ident, sys._current_frames]
+        _TRUSTED_CODE[:] = [_ModuleCode(), threading.get_ident, sys._current_frames]
     state: Dict[str, Any] = {
         "sys.setprofile": sys.getprofile(), "sys.settrace": sys.gettrace(),
         # another thread (the resource sharer's) running code made after the snapshot
