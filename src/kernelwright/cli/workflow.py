@@ -52,7 +52,7 @@ def _workflow_errors(fn):
 
 def optimize_cmd(
     definition: Optional[str] = typer.Option(None, "--definition", "-d", help="Definition name or alias (overrides the config's)."),
-    agents: Optional[Path] = typer.Option(None, "--agents", "-a", help="Agents/run config (TOML); examples in kernelwright/workflow/examples/."),
+    agents: Optional[Path] = typer.Option(None, "--agents", "-a", help="Agents/run config (TOML); examples in src/kernelwright/workflow/examples/."),
     solution: Optional[Path] = typer.Option(None, "--solution", "-s", help="Starting solution folder (default: the shipped one)."),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", "-o", help="Run folder to create (default kw-runs/<definition>-<time>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue this run folder (after stop, crash or kill)."),
