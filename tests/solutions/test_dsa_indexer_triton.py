@@ -105,6 +105,17 @@ def _roundtrip(inputs):
     return out
 
 
+def _with_ties(inputs):
+    """Row 0 with every score equal (zero weights); row 1's pages repeating three contents, so
+    that every score there has many exact copies and the top-k threshold falls among ties."""
+    inputs["weights"][0] = 0.0
+    cache = inputs["k_index_cache_fp8"]
+    pages = inputs["block_table"][1].to(torch.long)
+    for i in range(3, pages.numel()):
+        cache[pages[i]] = cache[pages[i % 3]].clone()
+    return inputs
+
+
 def _force_path(monkeypatch, path):
     """Every call wider than topk takes ``path`` (None: the shipped dispatch)."""
     monkeypatch.setattr(kernel, "FORCE_PATH", path)
@@ -209,12 +220,7 @@ def test_select_pivots(monkeypatch, path, pivots):
         monkeypatch.setattr(short_rows, "HIST", hist)
         _roundtrip(_inputs(4, 36, 160, seed=40 + pivots, device="cpu", seq_lens=[2304, 2100, 2049, 1000]))
     inputs = _inputs(2, 40, 100, seed=50 + pivots, device="cpu", seq_lens=[2500, 2400])
-    inputs["weights"][0] = 0.0
-    cache = inputs["k_index_cache_fp8"]
-    pages = inputs["block_table"][1].to(torch.long)
-    for i in range(3, pages.numel()):
-        cache[pages[i]] = cache[pages[i % 3]].clone()
-    _roundtrip(inputs)
+    _roundtrip(_with_ties(inputs))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -461,12 +467,7 @@ def test_streamed_candidates_with_ties(monkeypatch, one_launch):
     monkeypatch.setattr(long_rows, "_ONE_LAUNCH_TILE", 256)
     monkeypatch.setattr(long_rows, "_FILTER_TILE", 512)
     inputs = _inputs(3, 50, 160, seed=6, device="cpu", seq_lens=[3000, 3200, 2900])
-    inputs["weights"][0] = 0.0
-    cache = inputs["k_index_cache_fp8"]
-    pages = inputs["block_table"][1].to(torch.long)
-    for i in range(3, pages.numel()):
-        cache[pages[i]] = cache[pages[i % 3]].clone()
-    _roundtrip(inputs)
+    _roundtrip(_with_ties(inputs))
 
 
 def test_repeated_calls_reuse_workspace(monkeypatch):
