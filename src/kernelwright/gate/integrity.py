@@ -468,6 +468,14 @@ def _hook_state() -> Dict[str, Any]:
             if length is not None:
                 state[label] = length()
     if torch is not None:
+        # this thread's dispatch-key sets: a key switched on here (the Python dispatcher, which
+        # runs kernels registered with OpOverload.py_impl that _dispatch_dump does not list)
+        # reroutes every op the harness runs on this thread
+        for label, fn in (("dispatch keys included", "_dispatch_tls_local_include_set"),
+                          ("dispatch keys excluded", "_dispatch_tls_local_exclude_set")):
+            keys = getattr(torch._C, fn, None)
+            if keys is not None:
+                state[label] = repr(keys())
         dump = getattr(torch._C, "_dispatch_dump", None)
         if dump is not None:
             for op in _harness_ops():

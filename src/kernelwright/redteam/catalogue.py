@@ -501,6 +501,10 @@ CASES: List[Case] = [
     Case("dispatch_randn_generator", "registers its own aten::randn.generator kernel: the harness's input "
          "regeneration does the work", "demo", _r(guards.GATE_TAMPERED), "H8",
          why="every dispatcher entry the harness's window reaches must be watched, every overload included"),
+    Case("python_dispatcher_py_impl", "py_impl on aten::randn.generator with the Python dispatcher left on "
+         "(no C++ dispatcher registration)", "demo", _r(guards.GATE_TAMPERED), "H8",
+         why="the dispatcher dump does not list OpOverload.py_kernels; the thread's dispatch-key sets show the "
+             "Python dispatcher switched on (pass rt20)"),
     Case("dispatch_local_scalar_dense", "registers its own aten::_local_scalar_dense kernel: bool() in the "
          "harness's poison check does the work right after the check", "demo",
          _r(guards.GATE_TAMPERED, guards.OUTPUT_PREWRITTEN), "H8",
