@@ -118,6 +118,32 @@ def test_integrity_watches_the_clock_objects_and_the_snapshot_itself():
     assert integrity.changed(snap) == ["harness._integrity"]
 
 
+def test_the_message_loops_closures_that_hold_the_pipe_are_compared():
+    """``harness._report_op`` (the host-op recorder's channel to the parent) and ``harness._step``
+    reach the pipe through their closures: a cell swapped in place, so that records go nowhere
+    while the function stays the same object, is a change."""
+    sent = []
+
+    def send(message):
+        sent.append(message)
+
+    def report_op(name, us, elements):
+        send({"host_op": (name, us, elements)})
+
+    class H:
+        def __init__(self):
+            self.flusher, self._report_op = object(), report_op
+
+    snap = integrity.capture(H())
+    assert integrity.changed(snap) == []
+    cell = report_op.__closure__[0]          # the cell of ``send`` (shared with this frame)
+    real = cell.cell_contents
+    cell.cell_contents = lambda message: None
+    assert integrity.changed(snap) == ["harness._report_op.__code__"]
+    cell.cell_contents = real
+    assert integrity.changed(snap) == []
+
+
 @pytest.fixture(scope="module")
 def demo():
     from kernelwright import definitions

@@ -96,3 +96,27 @@ class _System:
 def test_code_naming_globals_are_refused(evil):
     with pytest.raises(wire.ForbiddenGlobal):
         wire.safe_loads(pickle.dumps({"ok": True, "x": evil}))
+
+
+def test_each_host_op_is_on_the_pipe_before_the_call_returns_and_the_parent_tallies_it():
+    """The host-op recorder keeps no tally in the worker (red-team case ``recorder_tally_erase``:
+    a solution cleared that dict before the reply took it): each op goes out as it runs, and the
+    parent accepts only records of the recorder's own shape (``session._tally_host_op``)."""
+    from multiprocessing import Pipe
+
+    from kernelwright.gate.session import _tally_host_op
+    from kernelwright.gate.worker import HostOpRecorder, LaunchCounter, _raw_pipe
+
+    parent, child = Pipe()
+    send, _ = _raw_pipe(child)
+    x = torch.ones(64)
+    with HostOpRecorder(LaunchCounter(), lambda *record: send({"host_op": record})):
+        (x * 2).sum()
+        assert parent.poll(0)                 # already sent, inside the call
+    ops = {}
+    while parent.poll(0):
+        assert _tally_host_op(ops, wire.safe_recv(parent))
+    assert ops["torch::mul"][0] == 1 and ops["torch::mul"][2] == 64 and ops["torch::sum"][0] == 1
+    for forged in ({"host_op": ("torch::mul", 1.0, 64), "ok": True}, {"host_op": ["torch::mul", 1.0, 64]},
+                   {"host_op": ("torch::mul", 1, 64)}, {"host_op": ("torch::mul", 1.0, -64)}):
+        assert not _tally_host_op({}, forged)

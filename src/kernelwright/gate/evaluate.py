@@ -1092,7 +1092,7 @@ def _time_trial(ev: _Judging, t: int) -> Optional[Trace]:
         stop = _check_trial_clocks(ev, t, s, reply)
     if stop is not None:
         return stop
-    _collect_trial(ev, talk, s)
+    _collect_trial(ev, talk, s, reply["host_ops"])
     return None
 
 
@@ -1219,16 +1219,16 @@ def _check_trial_clocks(ev: _Judging, t: int, s: Dict[str, Any], reply: Dict[str
     return None
 
 
-def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any]) -> None:
-    """Add one trial's observations to the evaluation's: launches and host ops (CPU provenance),
-    the graph replays (``_collect_graph``), the kernel records of the traced held calls (every
-    trial's: provenance judges them together) and the Triton kernels launched there.  Their
-    kernel times went to ``ClockTrials`` with the trial's samples."""
+def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any],
+                   host_ops: Dict[str, List[float]]) -> None:
+    """Add one trial's observations to the evaluation's: launches (CPU provenance; the profiled
+    call's ``host_ops``, as the parent tallied them, went to ``_Watch`` with the op's reply and
+    are listed with its kernels here), the graph replays (``_collect_graph``), the kernel records
+    of the traced held calls (every trial's: provenance judges them together) and the Triton
+    kernels launched there.  Their kernel times went to ``ClockTrials`` with the trial's samples."""
     watch = ev.watch
     if s.get("min_launches") is not None:
         watch.note({"launches": s["min_launches"]})
-    for name, v in (s.get("host_ops") or {}).items():
-        watch.note({"host_ops": {name: v}})
     for name, (count, total) in (s.get("launches") or {}).items():
         agg = ev.launches.setdefault(name, [0, 0.0])
         agg[0] += count
@@ -1236,10 +1236,10 @@ def _collect_trial(ev: _Judging, talk: "_TimingConversation", s: Dict[str, Any])
     _collect_graph(ev, talk, s)
     if s.get("cupti_error"):
         ev.notes["cupti"] = s["cupti_error"]
-    for name, (count, total) in s.get("kernels", {}).items():
+    for name, v in list(s.get("kernels", {}).items()) + list(host_ops.items()):
         agg = ev.kernels.setdefault(name, [0, 0.0])
-        agg[0] += count
-        agg[1] += total
+        agg[0] += v[0]
+        agg[1] += v[1]
     for name, values in (s.get("kernel_durations") or {}).items():
         ev.durations.setdefault(name, []).extend(float(x) for x in values)
     if s.get("launched") is not None:

@@ -299,7 +299,7 @@ def capture(harness: Any = None) -> Snapshot:
     extra: Dict[str, Any] = {}
     if harness is not None:
         for attr in ("flusher", "fn", "prepare", "dps", "sets", "samples", "_conn", "prims", "launches", "_step",
-                     "hold", "stream_pin", "tracer"):
+                     "_report_op", "hold", "stream_pin", "tracer"):
             if hasattr(harness, attr):
                 extra[f"harness.{attr}"] = (lambda a=attr: getattr(harness, a, None), getattr(harness, attr))
         flusher = getattr(harness, "flusher", None)
@@ -309,6 +309,10 @@ def capture(harness: Any = None) -> Snapshot:
     snap = Snapshot(entries, extra, classes)
     snap.gaps = gaps
     if harness is not None:
+        for attr in _HARNESS_CLOSURES:
+            fn = getattr(harness, attr, None)
+            if _is_function(fn):
+                snap.codes[f"harness.{attr}"] = _function_state(fn)
         for label, obj in (("harness", harness), ("harness.flusher", getattr(harness, "flusher", None)),
                            ("harness.launches", getattr(harness, "launches", None)),
                            ("harness._conn", getattr(harness, "_conn", None)),
@@ -327,6 +331,10 @@ def capture(harness: Any = None) -> Snapshot:
                         snap.extra[f"{label}.{name}"] = (lambda o=obj, n=name: getattr(o, n, None), value)
     return snap
 
+
+# the message loop's own functions, which reach the pipe's send and recv through their closures:
+# a cell swapped in place (the host-op recorder's ``_report_op`` made to send nothing) is a change
+_HARNESS_CLOSURES = ("_step", "_report_op")
 
 # what the gate itself changes on the clocks' objects: StreamHold.begin counts its holds; the CUPTI
 # tracer's begin/end/self-test set whether it is registered and which record kinds it traces
@@ -525,6 +533,8 @@ def changed(snap: Snapshot) -> List[str]:
         try:
             if getter() is not original:
                 found.append(label)
+            elif label in snap.codes and _function_state(original) != snap.codes[label]:
+                found.append(label + ".__code__")
         except Exception:
             found.append(label)
     return found

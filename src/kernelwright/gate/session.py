@@ -189,7 +189,7 @@ class WorkerSession:
         child.close()
         self.conn = parent
         self._peer = wire.Peer()   # learns the worker's resource-sharer address from its ready message
-        ready = self._wait(self.timeouts.start_s)
+        ready = self._wait(self.timeouts.start_s, None, {})
         # under "full" the worker is the grandchild of the process multiprocessing started
         # (unshare --fork, then the PID namespace's init)
         self.worker_pid = sandbox.worker_pid_of(level, self.proc.pid)
@@ -260,7 +260,11 @@ class WorkerSession:
     def request(self, msg: Dict[str, Any], timeout_s: float, on_step=None) -> Dict[str, Any]:
         """Send one message and wait for its reply.  Messages with a ``step`` key that arrive
         before the reply are exchanges inside the op (the timing loop's spec requests and sample
-        points): ``on_step(message)`` answers each.  Never raises for worker failures."""
+        points): ``on_step(message)`` answers each.  ``host_op`` messages, sent by the worker's
+        host-op recorder as each torch op runs, are tallied here into the reply's ``host_ops``
+        ({"torch::op": [count, us, elements]}), which replaces whatever the worker put there:
+        the record never waits in the worker, where the solution could edit it (``_tally_host_op``).
+        Never raises for worker failures."""
         if not self.alive:
             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.WORKER_CRASHED,
                     "error": "worker is not running\n" + self.log_tail()}
@@ -271,7 +275,9 @@ class WorkerSession:
             self.conn.send(msg)
         except (OSError, EOFError, BrokenPipeError) as exc:
             return self._crashed(f"send failed: {exc}")
-        reply = self._wait(timeout_s, on_step)
+        host_ops: Dict[str, List[Any]] = {}
+        reply = self._wait(timeout_s, on_step, host_ops)
+        reply["host_ops"] = host_ops
         reply["parent_wall_s"] = time.perf_counter() - started
         reply.pop("files_changed", None)
         if before is not None:
@@ -286,7 +292,7 @@ class WorkerSession:
             return None
         return {**guards.snapshot_files(self.protect, self._logs, (self.log_dir,)), **guards.snapshot_startup_files()}
 
-    def _wait(self, timeout_s: float, on_step=None) -> Dict[str, Any]:
+    def _wait(self, timeout_s: float, on_step, host_ops: Dict[str, List[Any]]) -> Dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         step_s = self.timeouts.step_s if on_step is not None else None
         idle_deadline = time.monotonic() + step_s if step_s else math.inf
@@ -306,6 +312,12 @@ class WorkerSession:
                     reply = wire.safe_recv(self.conn, self._peer)   # never conn.recv(): see gate/wire.py
                     if not isinstance(reply, dict):
                         return self._crashed(f"bad reply: a {type(reply).__name__}, not a message")
+                    if "host_op" in reply:
+                        if not _tally_host_op(host_ops, reply):
+                            self.kill()
+                            return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
+                                    "error": f"a host-op record the gate does not make: {str(reply)[:200]}"}
+                        continue
                     if "step" in reply:
                         if on_step is None:
                             self.kill()
@@ -383,6 +395,23 @@ class WorkerSession:
             data = fh.read()
         self._log_offset += len(data)
         return data[-limit:].decode(errors="replace")
+
+
+def _tally_host_op(host_ops: Dict[str, List[Any]], message: Dict[str, Any]) -> bool:
+    """Add one ``host_op`` message of the worker's host-op recorder ({"host_op": (name, us,
+    elements)}, ``worker.HostOpRecorder``) to ``host_ops`` ({name: [count, us, elements]}).
+    False for a message of any other shape or types, which the gate's recorder never sends."""
+    record = message.get("host_op")
+    if len(message) != 1 or type(record) is not tuple or len(record) != 3:
+        return False
+    name, us, elements = record
+    if type(name) is not str or type(us) is not float or type(elements) is not int or elements < 0:
+        return False
+    agg = host_ops.setdefault(name, [0, 0.0, 0])
+    agg[0] += 1
+    agg[1] += us
+    agg[2] += elements
+    return True
 
 
 def describe_exit(code: Optional[int]) -> str:

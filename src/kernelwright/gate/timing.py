@@ -990,7 +990,6 @@ class TimingSamples:
     cupti_prerelease_lead_us: List[float] = field(default_factory=list)  # per held traced call: hold end - first kernel start, µs
     cupti_tampered: List[str] = field(default_factory=list)      # what the tracer's record store found tampered
     launches: Dict[str, List[float]] = field(default_factory=dict)   # CPU: Triton launches {name: [count, us]}
-    host_ops: Dict[str, List[float]] = field(default_factory=dict)   # CPU: aten ops outside launches {op: [count, us, elements]}
     min_launches: Optional[int] = None   # CPU: fewest Triton launches in one timed call (None: not counted)
 
 

@@ -7,6 +7,8 @@ Timing primitives are bound at import (``kernelwright.gate.timing``), before sol
 and raw samples go back to the parent, which computes every statistic.
 
 Messages are dicts with an ``op``: ``load``, ``alloc``, ``call``, ``time``, ``ping``, ``exit``.
+While a recorded call runs (CPU), each torch op the host-op recorder sees goes to the parent at
+once as a ``host_op`` message of its own, which the parent does not answer (``HostOpRecorder``).
 
 Against a solution that patches things in its own process: the message loop (``serve``) binds
 the pipe's send/recv, the op handlers and the timing primitives as locals before the solution
@@ -545,9 +547,15 @@ class HostOpRecorder:
     subclass with its own ``__torch_function__`` is recorded as ``torch::subclass_torch_function``
     (compute): the mode is off while that handler runs, so whatever it does is unseen.
     (A TorchFunctionMode, not a dispatch mode or the profiler: those import torch._dynamo, five
-    seconds per worker, and replace ``torch.manual_seed`` on the way.)"""
+    seconds per worker, and replace ``torch.manual_seed`` on the way.)
 
-    def __new__(cls, counter: LaunchCounter, ops: Dict[str, List[float]]):
+    Each record leaves the process as it is made: ``report(name, us, elements)`` (the message
+    loop's ``Harness._report_op``) writes it to the parent's pipe before the op returns to the
+    solution, and the parent tallies them (``session.WorkerSession``).  A tally kept in this
+    process until the call returned would be the solution's to clear first (red-team case
+    ``recorder_tally_erase``: the dict in ``op_call``'s frame, emptied before returning)."""
+
+    def __new__(cls, counter: LaunchCounter, report: Callable[[str, float, int], None]):
         from torch.overrides import TorchFunctionMode
 
         clock = T.now_s
@@ -578,10 +586,7 @@ class HostOpRecorder:
                     for t in (a if isinstance(a, (list, tuple)) else (a,)):
                         if isinstance(t, torch.Tensor):
                             elements = max(elements, t.numel())
-                agg = ops.setdefault(name, [0, 0.0, 0])
-                agg[0] += 1
-                agg[1] += us
-                agg[2] += elements
+                report(name, us, elements)
                 return out
 
         counter.gate_modes[:] = counter.gate_modes[-3:] + [_Recorder]
@@ -642,7 +647,12 @@ class Harness:
                                     "the parent's answer is out of step with this worker's request")
             return answer
 
+        def report_op(name: str, us: float, elements: int) -> None:
+            """One host op the recorder saw, sent now (``HostOpRecorder``; the parent answers nothing)."""
+            send({"host_op": (name, us, elements)})
+
         self._step = step
+        self._report_op = report_op     # watched with its closure by the snapshot below
         handlers = {name[3:]: fn for name, fn in vars(Harness).items() if name.startswith("op_")}
         snapshot = integrity.capture(self)
         self._integrity = snapshot
@@ -963,12 +973,12 @@ class Harness:
             retired.append(self._previous_returned)
         self._previous_returned = list(items)  # kept alive until the next call returns
 
-    def _checked_call(self, set_index: int, scalars, state=None, observe: Optional[Dict[str, List[float]]] = None):
+    def _checked_call(self, set_index: int, scalars, state=None, record_ops: bool = False):
         args = self._args(set_index, scalars)
         outputs = self.sets[set_index]["outputs"]
         try:
-            if observe is not None:
-                with HostOpRecorder(self.launches, observe):
+            if record_ops:
+                with HostOpRecorder(self.launches, self._report_op):
                     returned = self._call(args, outputs, state)
             else:
                 returned = self._call(args, outputs, state)
@@ -1003,12 +1013,11 @@ class Harness:
             churn = [torch.empty(int(n), dtype=torch.uint8, device=self.device) for n in (1 << 20, 3 << 18, 5 << 16)]
         threads_before = guards.native_thread_names()   # the solution's prepare hook counts as its call
         state = self._prepare(set_index, msg["scalars"])
-        host_ops: Optional[Dict[str, List[float]]] = {} if self.count_launches else None
         before = self.launches.total
         self.launches.set_ablate(bool(msg.get("ablate")) and self.count_launches,
                                  self.sets[set_index]["outputs"] if self.dps else None)
         try:
-            self._checked_call(set_index, msg["scalars"], state, observe=host_ops)
+            self._checked_call(set_index, msg["scalars"], state, record_ops=self.count_launches)
         finally:
             self.launches.set_ablate(False)
         launched = self.launches.total - before
@@ -1019,7 +1028,7 @@ class Harness:
         return {"ok": True, "threads": guards.native_thread_count(), "children": guards.child_process_count(),
                 "new_threads": self._new_thread_names(), "call_threads": sorted(self.call_threads.values()),
                 "py_threads": threading.active_count(), "launches": launched if self.count_launches else None,
-                "host_ops": host_ops or {}, "l2_limit": self._l2_limit(),
+                "l2_limit": self._l2_limit(),
                 "unlowered": self.launches.unlowered if self.count_launches else {}}
 
     def _l2_limit(self) -> Optional[int]:
@@ -1379,8 +1388,8 @@ class Harness:
 
     def _profile_kernels(self, builtin, workload, msg, out: T.TimingSamples) -> None:
         """What one call ran.  CUDA (when CUPTI's Python bindings are missing): kernel names from
-        the torch profiler.  CPU: the Triton kernels the interpreter launched and the aten ops the
-        solution's host code ran outside them (``HostOpRecorder``)."""
+        the torch profiler.  CPU: the Triton kernels the interpreter launched, and the aten ops the
+        solution's host code ran outside them, each sent to the parent as it runs (``HostOpRecorder``)."""
         scalars = self._regenerate(builtin, workload, self._spec("profile", 0), 0)
         args = self._args(0, scalars)
         state = self._prepare(0, scalars)
@@ -1388,16 +1397,13 @@ class Harness:
         self.prims.sync()
         if not cuda:
             before = {k: list(v) for k, v in self.launches.by_name.items()}
-            host_ops: Dict[str, List[float]] = {}
-            with HostOpRecorder(self.launches, host_ops):
+            with HostOpRecorder(self.launches, self._report_op):
                 self._call(args, self.sets[0]["outputs"], state)
             for name, (count, us) in self.launches.by_name.items():
                 c0, u0 = before.get(name, [0, 0.0])
                 if count > c0:
                     out.launches[name] = [count - c0, us - u0]
-            out.host_ops = host_ops
-            out.kernels = {**{k: list(v) for k, v in out.launches.items()},
-                           **{k: [v[0], v[1]] for k, v in host_ops.items()}}
+            out.kernels = {k: list(v) for k, v in out.launches.items()}
             return
         from torch.profiler import ProfilerActivity, profile
 

@@ -513,11 +513,10 @@ CASES: List[Case] = [
          "the hook expands the iteration's spec itself and does the work", "demo", _r(guards.GATE_TAMPERED), "H8",
          why="every class whose methods the harness's input regeneration calls must be in the integrity snapshot"),
     Case("recorder_tally_erase", "host compute into a temporary a Triton kernel copies, then clears the host-op "
-         "recorder's dict (op_call's host_ops)", "demo", PASS, "H1 H3",
+         "recorder's dict (op_call's host_ops)", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt19, open): the recorder's tallies live in a dict in the harness's frame, which the "
-             "solution clears before returning; the ablation drops the Triton copy, so its outputs are wrong "
-             "like an honest solution's.  Fixed: HOST_COMPUTE"),
+         why="the recorder sends each record to the parent as the op runs, so no tally waits in the worker "
+             "for the solution to clear (pass rt19); the ablation drops the Triton copy, so it decides nothing"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",

@@ -1,12 +1,13 @@
-"""The host-op recorder's record is the solution's to edit (red-team pass rt19; docs/next-steps.md
-item 7, "HostOpRecorder tallies not type-checked"): on the CPU the gate records the torch ops a
-call runs into a dict that ``Harness.op_call`` keeps as its local ``host_ops`` and sends to the
-parent with its reply, after the call has returned.  This solution computes RMSNorm with plain
-torch (recorded) into a temporary, copies it into the output with a one-program Triton kernel (so
-the ablation call, whose Triton stores are dropped, leaves the outputs wrong like an honest
-solution's), and before returning clears the dict it finds in ``op_call``'s frame (or in
-``_profile_kernels``', the profiled call after the timed loop): the parent receives an empty record.  Timed calls carry no recorder.
-Expected today: PASS (HOLE, not fixed in pass rt19).  Fixed: HOST_COMPUTE.  CPU only (on CUDA CUPTI sees the aten kernels).
+"""The host-op recorder's record, erased before it reaches the parent (red-team pass rt19): on the
+CPU the gate records the torch ops a call runs.  This solution computes RMSNorm with plain torch
+(recorded) into a temporary, copies it into the output with a one-program Triton kernel (so the
+ablation call, whose Triton stores are dropped, leaves the outputs wrong like an honest
+solution's), and before returning clears the tally dict it looks for in ``op_call``'s frame (a
+local ``host_ops``) or in ``_profile_kernels``' (the profiled call after the timed loop): a recorder
+that kept its tallies in the worker until the reply would send the parent an empty record.  Timed
+calls carry no recorder.
+Expected: VENDOR_KERNELS (``worker.HostOpRecorder`` sends each record to the parent as the op
+runs; nothing waits in the worker to be cleared).  CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import sys
 
