@@ -559,6 +559,8 @@ class HostOpRecorder:
         from torch.overrides import TorchFunctionMode
 
         clock = T.now_s
+        # the C method: a tensor subclass's own ``numel`` could report 0 (case recorder_numel_zero)
+        size = torch._C.TensorBase.numel
         plain = (torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl)
 
         def custom_handler(values) -> bool:
@@ -585,7 +587,7 @@ class HostOpRecorder:
                 for a in list(args) + list(kwargs.values()) + [out]:
                     for t in (a if isinstance(a, (list, tuple)) else (a,)):
                         if isinstance(t, torch.Tensor):
-                            elements = max(elements, t.numel())
+                            elements = max(elements, size(t))
                 report(name, us, elements)
                 return out
 

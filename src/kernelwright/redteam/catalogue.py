@@ -512,6 +512,11 @@ CASES: List[Case] = [
     Case("trace_class_method_hook", "rebinds Definition.axis_values (kernelwright.trace), which make_inputs calls: "
          "the hook expands the iteration's spec itself and does the work", "demo", _r(guards.GATE_TAMPERED), "H8",
          why="every class whose methods the harness's input regeneration calls must be in the integrity snapshot"),
+    Case("recorder_numel_zero", "host compute on a tensor subclass whose numel() returns 0, into a temporary a "
+         "Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="the recorder counts elements with TensorBase.numel, not the tensor's own method (pass rt21); the "
+             "ablation drops the Triton copy, so it decides nothing"),
     Case("recorder_tally_erase", "host compute into a temporary a Triton kernel copies, then clears the host-op "
          "recorder's dict (op_call's host_ops)", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
