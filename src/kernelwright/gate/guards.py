@@ -380,7 +380,10 @@ _TORCH_CPU_COMPUTE = re.compile(r"^(?:aten|torch)::(mm|bmm|matmul|addmm|baddbmm|
                                 r"softmax|_softmax|log_softmax|logsumexp|sigmoid|exp|relu|index_add_|"
                                 r"scaled_dot_product_attention|_scaled_dot_product\w*|conv\w*|rms_norm|_fused_rms_norm|layer_norm|"
                                 r"native_layer_norm|group_norm|batch_norm|argsort|silu|gelu|softplus|embedding|"
-                                r"multi_head_attention_forward|subclass_torch_function)$")
+                                r"multi_head_attention_forward|subclass_torch_function|"
+                                # ops that run Python callables or the autograd engine, unseen by
+                                # the recorder while they run (case recorder_apply_callback)
+                                r"apply_|map_|map2_|backward)(?:\.\w+)?$")   # any overload (torch.ops.aten.mm.default)
 
 
 # ops a solution's host code may run around its kernels on CPU without doing the work itself:

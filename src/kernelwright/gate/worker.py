@@ -581,15 +581,20 @@ class HostOpRecorder:
                 if custom_handler(list(args) + list(kwargs.values())):
                     name = "torch::subclass_torch_function"
                 t0 = clock()
-                out = func(*args, **kwargs)
-                us = (clock() - t0) * 1e6
-                elements = 0
-                for a in list(args) + list(kwargs.values()) + [out]:
-                    for t in (a if isinstance(a, (list, tuple)) else (a,)):
-                        if isinstance(t, torch.Tensor):
-                            elements = max(elements, size(t))
-                report(name, us, elements)
-                return out
+                out = None
+                try:
+                    out = func(*args, **kwargs)
+                    return out
+                finally:
+                    # reported even when the op raises: an op can finish its work and then raise
+                    # (an out= resize warning made an error, case recorder_warning_raise)
+                    us = (clock() - t0) * 1e6
+                    elements = 0
+                    for a in list(args) + list(kwargs.values()) + [out]:
+                        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                            if isinstance(t, torch.Tensor):
+                                elements = max(elements, size(t))
+                    report(name, us, elements)
 
         counter.gate_modes[:] = counter.gate_modes[-3:] + [_Recorder]
         return _Recorder()

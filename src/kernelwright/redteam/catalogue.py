@@ -522,6 +522,37 @@ CASES: List[Case] = [
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="the recorder sends each record to the parent as the op runs, so no tally waits in the worker "
              "for the solution to clear (pass rt19); the ablation drops the Triton copy, so it decides nothing"),
+    # red-team pass rt21: the host-op recorder
+    Case("recorder_warning_raise", "out= ops under warnings-as-errors: each writes its result, then raises its resize "
+         "warning before the recorder reports; into a temporary a Triton kernel copies", "demo",
+         _r(guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="the recorder reports in a finally, so an op that raises after its work is still recorded"),
+    Case("recorder_apply_callback", "Tensor.apply_ on one element, its callback computing with torch (the mode is off "
+         "inside its handler); into a temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="ops that run Python callables or the autograd engine (apply_, map_, map2_, backward) are compute ops"),
+    Case("recorder_disabled_temp_copy", "torch under DisableTorchFunction into a temporary a Triton kernel copies",
+         "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+    Case("recorder_numpy_temp_copy", "numpy on the inputs' numpy views (glue) into a temporary a Triton kernel copies",
+         "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+    Case("recorder_glue_named_function", "handle_torch_function with its own callable named 'clone' (one glue record, "
+         "the work inside with the mode off) into a temporary a Triton kernel copies", "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+    Case("recorder_torchscript", "a torch.jit.script function (no __torch_function__ in the TorchScript interpreter) "
+         "into a temporary a Triton kernel copies", "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+    Case("recorder_pipe_absorb", "a frame header written to the pipe's descriptor swallows the recorder's next "
+         "host_op frames; torch into a temporary a Triton kernel copies", "demo", PASS, "H1 H3 H12",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt21, open): the host_op messages share the solution's process and descriptor, so a forged "
+             "frame length hides the real records from the parent's tally; no in-process check authenticates them"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",
