@@ -470,6 +470,18 @@ def test_streamed_candidates_with_ties(monkeypatch, one_launch):
     _roundtrip(_with_ties(inputs))
 
 
+@pytest.mark.parametrize("small", [64, 256])
+def test_candidate_select_block_widths(monkeypatch, small):
+    # The candidate select's three ways, by the threshold bin's size n: a `small`-wide block
+    # (n <= small), the _CAND_TILE-wide block (n <= 1024), the streamed search (more): the
+    # all-equal row takes the streamed one, the tied and random rows the two resident ones.
+    _force_plan(monkeypatch, False, 4, 1)
+    monkeypatch.setattr(long_rows, "_CAND_TILE", 1024)
+    monkeypatch.setattr(long_rows, "_SMALL_CAND_TILE", long_rows.tl.constexpr(small))
+    inputs = _inputs(3, 50, 160, seed=11, device="cpu", seq_lens=[3000, 3200, 2900])
+    _roundtrip(_with_ties(inputs))
+
+
 def test_repeated_calls_reuse_workspace(monkeypatch):
     # The persistent workspace across calls of different shapes and plans (each call must
     # leave it zeroed for the next).

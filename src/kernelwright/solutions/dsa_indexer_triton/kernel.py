@@ -49,7 +49,9 @@ _PATHS = {"short_rows": short_rows.launches, "long_rows": long_rows.launches}
 # results/h200/2026-12-02-records-4/idx-caps-ab-sweep; docs/kernels/indexer.md, "Registers and
 # occupancy").  Not part of the launch-cache key: a change takes effect on calls through
 # _launch, or after _entries.clear().
-MAXNREG = {long_rows._score_kernel: 96, short_rows._fused_kernel: 128}
+# The long rows' filter at 128 (two 8-warp programs per SM at its 4096-token tiles; see
+# long_rows._SMALL_FILTER_TOKENS for the measurement).
+MAXNREG = {long_rows._score_kernel: 96, short_rows._fused_kernel: 128, long_rows._filter_kernel: 128}
 
 
 def path_for(max_pages: int, page_size: int, topk: int) -> str:

@@ -43,11 +43,18 @@ _ONE_LAUNCH_MAX_TOKENS = 8192
 _ONE_LAUNCH_TILE = 2048
 _FILTER_TILE = 8192
 _CAND_TILE = 8192
+# The candidate select's narrower block, taken when the threshold bin holds at most this many.
+_SMALL_CAND_TILE = tl.constexpr(2048)
 # Calls of at most _SMALL_FILTER_TOKENS tokens (batch x block-table width) filter in tiles of
 # _SMALL_FILTER_TILE tokens on _SMALL_FILTER_WARPS warps (and hold up to that many candidates in
 # registers): there the filter's few programs are a latency chain, and halving a program's
-# block-wide steps pays; larger calls keep the 8192-token tiles (throughput).
-_SMALL_FILTER_TOKENS = 1 << 19
+# block-wide steps pays; larger calls keep the 8192-token tiles (throughput).  The bound 2M tokens
+# (64 x 32K, 16 x 128K) with the filter capped at 128 registers (kernel.MAXNREG: two 8-warp
+# programs per SM) and the narrower candidate select below: 0.93 of the device time with a
+# 512K bound, an uncapped filter and one select width, over 11 shapes of 16-64 rows x 16K-128K
+# (geometric mean; 0.85-0.91 at 64 x 16K-32K and 16 x 64K; gate A/B on an H100,
+# results/h100/2026-12-07-filter-tiles/).
+_SMALL_FILTER_TOKENS = 1 << 21
 _SMALL_FILTER_TILE = 4096
 _SMALL_FILTER_WARPS = 8
 # Scoring grid: one program per work item.  Pages per item: at most about _ITEMS_PER_PROGRAM
@@ -248,7 +255,12 @@ def _select_candidates(cand_key_row, cand_id_row, n, k, out_row, pos0, thr,
     """The k largest of the row's n candidates (k <= n; all in histogram bin thr) to
     out_row[pos0 : pos0 + k]."""
     lo, hi = _bin_bounds(thr, HIST_BITS)
-    if n <= TILE:
+    # Most threshold bins hold at most 2048 candidates (rows of 16K-64K tokens): a block that
+    # wide makes each block-wide count of the search 2-4x cheaper than one TILE wide.
+    SMALL: tl.constexpr = _SMALL_CAND_TILE if TILE > _SMALL_CAND_TILE else TILE
+    if n <= SMALL:
+        _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, SMALL, INTERPOLATE, PIVOTS)
+    elif n <= TILE:
         _select_resident(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE, INTERPOLATE, PIVOTS)
     else:
         _select_streamed(cand_key_row, cand_id_row, n, k, out_row, pos0, lo, hi, TILE)
