@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Optional
 
@@ -97,6 +98,7 @@ def tool_schemas(names: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(eq=False)
 class WorkspaceTools:
     """Executes the tool calls of one turn inside ``workspace``.
 
@@ -105,30 +107,20 @@ class WorkspaceTools:
     back as ``{"error": ...}`` rather than raising.
     """
 
-    def __init__(
-        self,
-        workspace: Path,
-        *,
-        gate_argv: Optional[list[str]] = None,
-        profiler_argv: Optional[list[str]] = None,
-        shell_timeout_s: float = 600.0,
-        gate_timeout_s: float = 1800.0,
-        output_limit: int = 16_000,
-        read_limit: int = 100_000,
-        list_limit: int = 1000,
-        env: Optional[dict[str, str]] = None,
-        deadline: Optional[float] = None,
-    ) -> None:
-        self.workspace = Path(workspace).resolve()
-        self.gate_argv = gate_argv
-        self.profiler_argv = profiler_argv
-        self.shell_timeout_s = shell_timeout_s
-        self.gate_timeout_s = gate_timeout_s
-        self.output_limit = output_limit
-        self.read_limit = read_limit
-        self.list_limit = list_limit
-        self.env = env
-        self.deadline = deadline
+    workspace: Path
+    _: KW_ONLY
+    gate_argv: Optional[list[str]] = None
+    profiler_argv: Optional[list[str]] = None
+    shell_timeout_s: float = 600.0
+    gate_timeout_s: float = 1800.0
+    output_limit: int = 16_000
+    read_limit: int = 100_000
+    list_limit: int = 1000
+    env: Optional[dict[str, str]] = None
+    deadline: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        self.workspace = Path(self.workspace).resolve()
 
     @property
     def names(self) -> list[str]:

@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
 from kernelwright.cluster.devices import DeviceSlot
@@ -83,21 +84,20 @@ def pool_worker_main(conn, slot: DeviceSlot, name: str, parent_pid: int, max_ses
 
 # ------------------------------------------------------------------------------------------
 # the pool's handle on one pool worker
+@dataclass(eq=False)
 class LocalWorker:
     """Parent-side handle of one pool worker process."""
 
     backend = "local"
 
-    def __init__(self, slot: DeviceSlot, name: str, max_sessions: int = 16, log_root: Optional[str] = None,
-                 start_timeout_s: float = 600.0):
-        self.slot = slot
-        self.name = name
-        self.max_sessions = max_sessions
-        self.log_root = log_root
-        self.start_timeout_s = start_timeout_s
-        self.proc = None
-        self.conn = None
-        self.info: Dict[str, Any] = {}
+    slot: DeviceSlot
+    name: str
+    max_sessions: int = 16
+    log_root: Optional[str] = None
+    start_timeout_s: float = 600.0
+    proc: Any = field(default=None, init=False)
+    conn: Any = field(default=None, init=False)
+    info: Dict[str, Any] = field(default_factory=dict, init=False)
 
     @property
     def device(self) -> str:

@@ -14,6 +14,7 @@ class and the runner are imported from the installed package.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
 from kernelwright.cluster.local import WorkerLost
@@ -126,21 +127,20 @@ def _actor_class():
     return _ACTOR
 
 
+@dataclass(eq=False)
 class RayWorker:
     """Pool-side handle of one GPU actor (same interface as ``LocalWorker``)."""
 
     backend = "ray"
 
-    def __init__(self, index: int, name: str, kind: str, env: Dict[str, str], max_sessions: int = 16,
-                 start_timeout_s: float = 900.0):
-        self.index = index
-        self.name = name
-        self.kind = kind
-        self.env = env
-        self.max_sessions = max_sessions
-        self.start_timeout_s = start_timeout_s
-        self.actor = None
-        self.info: Dict[str, Any] = {}
+    index: int
+    name: str
+    kind: str
+    env: Dict[str, str]
+    max_sessions: int = 16
+    start_timeout_s: float = 900.0
+    actor: Any = field(default=None, init=False)
+    info: Dict[str, Any] = field(default_factory=dict, init=False)
 
     @property
     def device(self) -> str:
