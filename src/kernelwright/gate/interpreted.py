@@ -26,8 +26,11 @@ Rules and the attacks they answer: docs/gate.md, section 2 (row 6) and section 3
 
 from __future__ import annotations
 
+import builtins
 import functools
 import importlib
+import inspect
+import math
 import os
 import sys
 import types
@@ -104,6 +107,20 @@ class WriteAblation:
         self._mode.update(on=bool(on), ranges=ranges)
 
 
+def _value_attr_names(value_classes: List[type]) -> frozenset:
+    """The attribute names of the values a kernel body holds: the classes of triton.language.core
+    (tensors, constexprs, dtypes, pointer and block types, tuples...) and the plain constants a
+    constexpr is (int.bit_length), as the classes define them and as their ``__init__`` sets
+    them; ``handle`` and dunders left out."""
+    names = set()
+    for t in value_classes + [int, float, bool, str, tuple]:
+        for k in t.__mro__:
+            names.update(vars(k))
+            init = vars(k).get("__init__")
+            names.update(getattr(getattr(init, "__code__", None), "co_names", ()))
+    return frozenset(n for n in names if n != "handle" and not n.startswith("__"))
+
+
 class TritonSnapshot:
     """What belongs to Triton, taken once, before the solution's import: the code objects, the
     function objects and the classes of every loaded ``triton`` module (functions, methods,
@@ -144,35 +161,32 @@ class TritonSnapshot:
         # their attributes as the classes define them and as their __init__ sets them
         self._value_classes = [t for t in vars(tl.core).values()
                                if isinstance(t, type) and t.__module__ == tl.core.__name__]
-        names = set()
-        for t in self._value_classes + [int, float, bool, str, tuple]:
-            for k in t.__mro__:
-                names.update(vars(k))
-                init = vars(k).get("__init__")
-                names.update(getattr(getattr(init, "__code__", None), "co_names", ()))
-        self.value_attrs = frozenset(n for n in names if n != "handle" and not n.startswith("__"))
-        # and the interpreter's own machinery, which runs a kernel (its rewritten-function cache
-        # is filled in place; the wrappers WriteAblation installed are already there)
+        self.value_attrs = _value_attr_names(self._value_classes)
+        self._spaces = [(obj, kind, type(obj), _namespace(obj)) for obj, kind in self._namespaces(modules)]
+        self._tables = self._callable_tables()
+        # what the interpreter's function rewriter copies into a jit function's module
+        # (FunctionRewriter._compile_and_exec), and the print it patches in as static_print
+        from triton.runtime import interpreter as I
+
+        self._interpreter_globals = dict(vars(I))
+        self._print = builtins.print
+
+    def _namespaces(self, modules: List[types.ModuleType]) -> List[Tuple[Any, str]]:
+        """Every namespace the interpreter reads, with how ``changed`` compares it: Triton's value
+        classes and the interpreter's machinery (strict), Triton's modules, its other classes,
+        the instances its modules hold (interpreter_builder, interpreter_semantic, dtypes...),
+        numpy, torch's storage layer, and ``math`` / ``builtins`` / ``inspect`` / ``functools``,
+        whose functions a kernel body may call.  Sets ``_instances``."""
         from triton.runtime import autotuner as A
         from triton.runtime import interpreter as I
         from triton.runtime import jit as J
+        import numpy  # noqa: F401  (its modules, read from sys.modules below)
 
         machinery = [getattr(m, n) for m, n in ((I, "InterpretedFunction"), (I, "GridExecutor"),
                                                 (I, "InterpreterBuilder"), (I, "FunctionRewriter"),
                                                 (J, "JITCallable"), (J, "ConstexprFunction"),
                                                 (A, "Autotuner"), (A, "Heuristics"))
                      if isinstance(getattr(m, n, None), type)]
-        # every namespace the interpreter reads: the value classes and the machinery above
-        # (strict), Triton's modules, its other classes, the instances its modules hold
-        # (interpreter_builder, interpreter_semantic, dtypes...), and math and builtins, whose
-        # functions a kernel body may call
-        import builtins
-        import math
-
-        import inspect
-
-        import numpy
-
         strict = self._value_classes + machinery
         # numpy whole: the interpreter's arithmetic and reductions run through its Python layer
         # (np.sum -> numpy._core.fromnumeric._wrapreduction, np.vectorize for tl.erf)
@@ -199,23 +213,22 @@ class TritonSnapshot:
                         and isinstance(getattr(value, "__dict__", None), dict) and id(value) not in seen:
                     seen.add(id(value))
                     spaces.append((value, "instance"))
-        self._spaces = [(obj, kind, type(obj), _namespace(obj)) for obj, kind in spaces]
         self._instances = seen
-        # the dicts those namespaces hold whose values include callables (dispatch tables such as
-        # interpreter_builder.codegen_fns), but modules' own dicts (compared as modules),
-        # sys.modules and the caches Triton fills as it runs (_GROWING_TABLES): their callable
-        # items, compared one by one (``_table_change``)
+        return spaces
+
+    def _callable_tables(self) -> List[Tuple[Any, str, dict, Dict[Any, Tuple[int, Any]]]]:
+        """The dicts the namespaces hold whose values include callables (dispatch tables such as
+        interpreter_builder.codegen_fns), but modules' own dicts (compared as modules),
+        sys.modules and the caches Triton fills as it runs (_GROWING_TABLES): their callable
+        items, compared one by one (``_table_change``)."""
         module_dicts = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
-        self._tables = []
+        tables = []
         for obj, kind, _, before in self._spaces:
             for name, (_, value) in before.items():
                 if type(value) is dict and value is not sys.modules and id(value) not in module_dicts \
                         and (_owner_name(obj), name) not in _GROWING_TABLES and any(map(callable, value.values())):
-                    self._tables.append((obj, name, value, {k: (id(v), v) for k, v in value.items() if callable(v)}))
-        # what the interpreter's function rewriter copies into a jit function's module
-        # (FunctionRewriter._compile_and_exec), and the print it patches in as static_print
-        self._interpreter_globals = dict(vars(I))
-        self._print = builtins.print
+                    tables.append((obj, name, value, {k: (id(v), v) for k, v in value.items() if callable(v)}))
+        return tables
 
     def _add(self, obj, depth: int = 0) -> None:
         fn = getattr(obj, "__func__", obj)          # staticmethod / classmethod

@@ -61,7 +61,7 @@ import secrets
 import shutil
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 LEVELS = ("full", "mount", "uid", "none")
 ENV = "KERNELWRIGHT_ISOLATION"
@@ -404,6 +404,9 @@ def _children_by_scan(pid: int) -> List[int]:
 
 
 # -- the worker's self-test (before any solution code) ---------------------------------------------
+Check = Tuple[str, bool, str]     # (name, held, why not)
+
+
 def self_test(expect: Dict[str, Any]) -> Dict[str, Any]:
     """Run in the worker before the solution is imported: does the boundary hold?  Each check
     tries what a solution would try and passes only if it is refused.  ``expect``: the plan's
@@ -413,79 +416,99 @@ def self_test(expect: Dict[str, Any]) -> Dict[str, Any]:
     must not list: absent, or an empty tmpfs it cannot enter).  Returns {passed: [...],
     failed: [...]} (check names, failures with the reason)."""
     level = expect.get("level", "none")
-    passed: List[str] = []
-    failed: List[str] = []
-
-    def check(name: str, ok: bool, why: str = "") -> None:
-        (passed if ok else failed).append(name if ok else f"{name}: {why}")
-
     if level == "none":
         return {"passed": [], "failed": []}
-    check("uid", os.getuid() == os.geteuid() == expect.get("uid") and os.getuid() != 0,
-          f"uid {os.getuid()}, euid {os.geteuid()}")
+    checks = (_identity_checks(expect) + _parent_checks(expect) + _file_checks(expect)
+              + _namespace_checks(level, expect.get("parent_ns") or {}))
+    return {"passed": [name for name, ok, _ in checks if ok],
+            "failed": [f"{name}: {why}" for name, ok, why in checks if not ok]}
+
+
+def _identity_checks(expect: Dict[str, Any]) -> List[Check]:
+    """Another uid than root and the plan's, no capabilities, no_new_privs."""
+    checks = [("uid", os.getuid() == os.geteuid() == expect.get("uid") and os.getuid() != 0,
+               f"uid {os.getuid()}, euid {os.geteuid()}")]
     try:
         with open("/proc/self/status") as fh:
             status = dict(line.rstrip("\n").split(":\t", 1) for line in fh if ":\t" in line)
-        check("no capabilities", int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0,
-              f"CapEff {status.get('CapEff')}, CapBnd {status.get('CapBnd')}")
-        check("no_new_privs", status.get("NoNewPrivs", "0").strip() == "1", "NoNewPrivs is 0")
+        checks.append(("no capabilities", int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0,
+                       f"CapEff {status.get('CapEff')}, CapBnd {status.get('CapBnd')}"))
+        checks.append(("no_new_privs", status.get("NoNewPrivs", "0").strip() == "1", "NoNewPrivs is 0"))
     except (OSError, KeyError, ValueError) as exc:
-        check("no capabilities", False, f"cannot read /proc/self/status: {exc}")
+        checks.append(("no capabilities", False, f"cannot read /proc/self/status: {exc}"))
+    return checks
+
+
+def _parent_checks(expect: Dict[str, Any]) -> List[Check]:
+    """The parent's memory (read-write) and environment (read) cannot be opened, by its pid in
+    either namespace."""
+    checks = []
     for pid in {os.getppid(), int(expect.get("parent_pid") or 0)} - {0}:
         for what, flags in (("mem", os.O_RDWR), ("environ", os.O_RDONLY)):
             path = f"/proc/{pid}/{what}"
             try:
                 fd = os.open(path, flags)
             except OSError:
-                check(f"parent {what} refused ({pid})", True)
+                checks.append((f"parent {what} refused ({pid})", True, ""))
                 continue
             try:
                 leaked = os.read(fd, 64) if what == "environ" else b"opened"
             except OSError:
                 leaked = b""
             os.close(fd)
-            check(f"parent {what} refused ({pid})", not leaked, f"{path} opened")
+            checks.append((f"parent {what} refused ({pid})", not leaked, f"{path} opened"))
+    return checks
+
+
+def _file_checks(expect: Dict[str, Any]) -> List[Check]:
+    """Read-only directories refuse a new file, secrets refuse a read, hidden directories list
+    nothing, and the scratch directory ($TMPDIR) takes a file."""
+    checks = []
     for directory in expect.get("readonly") or []:
         probe = os.path.join(directory, f".kw-boundary-probe-{os.getpid()}")
         try:
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError:
-            check(f"read-only {directory}", True)
+            checks.append((f"read-only {directory}", True, ""))
             continue
         os.close(fd)
         os.unlink(probe)
-        check(f"read-only {directory}", False, "a file could be created")
+        checks.append((f"read-only {directory}", False, "a file could be created"))
     for path in expect.get("secret") or []:
         try:
             with open(path, "rb") as fh:
                 fh.read(1)
-            check(f"unreadable {path}", False, "readable")
+            checks.append((f"unreadable {path}", False, "readable"))
         except OSError:
-            check(f"unreadable {path}", True)
+            checks.append((f"unreadable {path}", True, ""))
     for directory in expect.get("hidden") or []:
         try:
             listed = os.listdir(directory)
         except OSError:
             listed = []
-        check(f"hidden {directory}", not listed, f"lists {sorted(listed)[:3]}")
-    tmp = os.environ.get("TMPDIR") or "/tmp"
+        checks.append((f"hidden {directory}", not listed, f"lists {sorted(listed)[:3]}"))
+    probe = os.path.join(os.environ.get("TMPDIR") or "/tmp", f".kw-scratch-probe-{os.getpid()}")
     try:
-        probe = os.path.join(tmp, f".kw-scratch-probe-{os.getpid()}")
         with open(probe, "w") as fh:
             fh.write("ok")
         os.unlink(probe)
-        check("scratch writable", True)
+        checks.append(("scratch writable", True, ""))
     except OSError as exc:
-        check("scratch writable", False, str(exc))
-    ns = expect.get("parent_ns") or {}
+        checks.append(("scratch writable", False, str(exc)))
+    return checks
+
+
+def _namespace_checks(level: str, parent_ns: Dict[str, str]) -> List[Check]:
+    """Its own mount namespace (levels full and mount) and PID namespace (full)."""
+    checks = []
     for kind, needed in (("mnt", level in ("full", "mount")), ("pid", level == "full")):
-        if needed and ns.get(kind):
+        if needed and parent_ns.get(kind):
             try:
                 own = os.readlink(f"/proc/self/ns/{kind}")
             except OSError as exc:
                 own = f"unreadable: {exc}"
-            check(f"own {kind} namespace", own != ns[kind], f"{own} is the parent's")
-    return {"passed": passed, "failed": failed}
+            checks.append((f"own {kind} namespace", own != parent_ns[kind], f"{own} is the parent's"))
+    return checks
 
 
 # -- the set-up step (runs as root, as a script: python -I -S sandbox.py PLAN -- COMMAND...) ------
