@@ -173,6 +173,8 @@ _PATTERNS = [
     (r"\bmultiprocessing\b|\bsubprocess\b|\bos\s*\.\s*(fork|system|popen|spawn\w*)\b",
      "PROCESSES", "child processes or shell commands"),
     (r"\bctypes\b|\bcffi\b", "CTYPES", "ctypes/cffi (raw memory and library access)"),
+    (r"_enable_record_function|_toggle_collection_dynamic|_(?:enable|disable|prepare)_profiler",
+     "PROFILER_CONTROL", "switches the profiler or RecordFunction (the gate's record of host ops on CPU)"),
     (r"\bkernelwright\b", "IMPORTS_GATE", "imports kernelwright (the gate, references or inputs)"),
     (r"\b(flashinfer|deep_gemm|flash_mla|vllm|sgl_kernel|sglang|_flashmla_C)\b", "VENDOR_LIBRARY",
      "calls a vendor kernel library"),
@@ -393,7 +395,7 @@ _CPU_GLUE = re.compile(
     r"_copy_from\w*|lift\w*|detach\w*|alias|view\w*|_unsafe_view|reshape|_reshape\w*|as_strided\w*|"
     r"expand\w*|permute|transpose\w*|t|t_|squeeze\w*|unsqueeze\w*|select|slice|narrow|split\w*|chunk|"
     r"unbind|flatten|unflatten|movedim|set_|resize_\w*|_local_scalar_dense|item|is_nonzero|"
-    r"arange|cat|stack|index_select|_has_compatible_shallow_copy_type|record_stream|"
+    r"arange|cat|stack|index_select|_has_compatible_shallow_copy_type|record_stream|result_type|"
     r"sym_\w+|size|stride|numel|dim|is_contiguous|storage_offset|_nested\w*|unfold|diagonal|"
     r"real|imag|conj\w*|_conj|_neg_view|resolve_\w+|"
     r"float|half|bfloat16|double|int|long|short|bool|byte|char|type|type_as|cpu|cuda|"

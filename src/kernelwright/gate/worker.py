@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from kernelwright.gate import cuda_share, fresh, guards, integrity, interpreted, wire
+from kernelwright.gate import aten_ops, cuda_share, fresh, guards, integrity, interpreted, wire
 from kernelwright.gate import timing as T
 from kernelwright.gate.device_info import resolve_device
 
@@ -618,6 +618,8 @@ class Harness:
         # the device-time clock's blocking kernel, built before any solution code runs (None off
         # CUDA or without cuda-python: the headline is then the eager latency, labelled so)
         self.hold = T.StreamHold.create(self.device) if self.device.type == "cuda" else None
+        if self.device.type != "cuda":
+            aten_ops.seal_controls()    # the host-op profile's switches, before any solution code
         # the CUPTI tracer of the held timed calls, made (and left detached) before any solution
         # code runs, so the integrity snapshot watches it from the start (HeldTracing)
         self.tracer = T.cupti_tracer() if self.device.type == "cuda" else None
@@ -980,12 +982,18 @@ class Harness:
             retired.append(self._previous_returned)
         self._previous_returned = list(items)  # kept alive until the next call returns
 
+    def _aten_ops(self) -> aten_ops.AtenOpProfile:
+        """The dispatcher's record of a recorded CPU call's aten ops, beside ``HostOpRecorder``
+        (``aten_ops``: what a torch function mode cannot see)."""
+        return aten_ops.AtenOpProfile(self._report_op,
+                                      lambda message: SolutionError("RUNTIME_ERROR", guards.GATE_TAMPERED, message))
+
     def _checked_call(self, set_index: int, scalars, state=None, record_ops: bool = False):
         args = self._args(set_index, scalars)
         outputs = self.sets[set_index]["outputs"]
         try:
             if record_ops:
-                with HostOpRecorder(self.launches, self._report_op):
+                with self._aten_ops(), HostOpRecorder(self.launches, self._report_op):
                     returned = self._call(args, outputs, state)
             else:
                 returned = self._call(args, outputs, state)
@@ -1404,7 +1412,7 @@ class Harness:
         self.prims.sync()
         if not cuda:
             before = {k: list(v) for k, v in self.launches.by_name.items()}
-            with HostOpRecorder(self.launches, self._report_op):
+            with self._aten_ops(), HostOpRecorder(self.launches, self._report_op):
                 self._call(args, self.sets[0]["outputs"], state)
             for name, (count, us) in self.launches.by_name.items():
                 c0, u0 = before.get(name, [0, 0.0])

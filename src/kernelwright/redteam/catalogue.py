@@ -533,26 +533,35 @@ CASES: List[Case] = [
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="ops that run Python callables or the autograd engine (apply_, map_, map2_, backward) are compute ops"),
     Case("recorder_disabled_temp_copy", "torch under DisableTorchFunction into a temporary a Triton kernel copies",
-         "demo", PASS, "H1 H3",
+         "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+         why="the host-op profile (gate/aten_ops.py) reads the dispatcher's record, which DisableTorchFunction does not switch off"),
     Case("recorder_numpy_temp_copy", "numpy on the inputs' numpy views (glue) into a temporary a Triton kernel copies",
          "demo", PASS, "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
     Case("recorder_glue_named_function", "handle_torch_function with its own callable named 'clone' (one glue record, "
-         "the work inside with the mode off) into a temporary a Triton kernel copies", "demo", PASS, "H1 H3",
+         "the work inside with the mode off) into a temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+         why="the host-op profile (gate/aten_ops.py) records the aten ops run inside the glue-named function"),
     Case("recorder_torchscript", "a torch.jit.script function (no __torch_function__ in the TorchScript interpreter) "
-         "into a temporary a Triton kernel copies", "demo", PASS, "H1 H3",
+         "into a temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt21, open: docs/gate.md section 3 items 6 and 10): host work the recorder cannot see, into a temporary a Triton kernel copies; the ablation drops the copy, so it decides nothing.  Fixed: HOST_COMPUTE"),
+         why="the host-op profile (gate/aten_ops.py) records the aten ops the TorchScript interpreter runs"),
     Case("recorder_pipe_absorb", "a frame header written to the pipe's descriptor swallows the recorder's next "
-         "host_op frames; torch into a temporary a Triton kernel copies", "demo", PASS, "H1 H3 H12",
+         "host_op frames; torch into a temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3 H12",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt21, open): the host_op messages share the solution's process and descriptor, so a forged "
-             "frame length hides the real records from the parent's tally; no in-process check authenticates them"),
+         why="the host-op profile's records go out after the call, past the forged frame's length; the class stays open: a frame long enough for them too would swallow them (no in-process check authenticates a message)"),
+    # red-team pass rt22: the host-op profile (gate/aten_ops.py)
+    Case("recorder_profiler_toggle", "RecordFunction switched off (and DisableTorchFunction) around torch compute "
+         "into a temporary a Triton kernel copies", "demo", _r(guards.EXCEPTION), "H1 H3 H12",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="in a CPU worker the profiler's and RecordFunction's switches are sealed (aten_ops.seal_controls): calling one raises"),
+    Case("recorder_profiler_restart", "the gate's host-op profile stopped through the gate's own module, torch compute "
+         "unrecorded, a fresh profile started; into a temporary a Triton kernel copies", "demo", _r(guards.GATE_TAMPERED),
+         "H1 H3 H12",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="the profile read at the end must have started inside the window the gate noted at its start"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",

@@ -5,8 +5,8 @@ rt21): ``torch.overrides.handle_torch_function(fn, (x,), ...)`` calls the active
 is one glue op and the RMSNorm inside it is not recorded.
 The temporary is copied into the output by a one-program-per-row Triton kernel, so the ablation
 call (Triton's stores dropped) leaves the outputs wrong like an honest solution's.
-Expected: PASS (HOLE, pass rt21, open: docs/gate.md section 3 items 6 and 10, host work the recorder
-cannot see combined with a Triton copy out of a temporary).  Fixed: HOST_COMPUTE or VENDOR_KERNELS.
+Expected: VENDOR_KERNELS: the host-op profile (``gate/aten_ops.py``, pass rt22) records the aten
+ops run inside the glue-named function.
 CPU only (on CUDA CUPTI sees the aten kernels).
 A recorder that named only torch's own callables (by identity) and re-entered itself for a
 foreign one would close this means.

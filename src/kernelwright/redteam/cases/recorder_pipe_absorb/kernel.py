@@ -9,8 +9,9 @@ and ignores the trailing bytes (pickle stops at STOP): the real records never re
 It writes the header only while a torch function mode is on (the recorded calls).
 The temporary is copied into the output by a one-program-per-row Triton kernel, so the ablation
 call (Triton's stores dropped) leaves the outputs wrong like an honest solution's.
-Expected: PASS (HOLE, pass rt21, open: docs/gate.md section 3 items 6 and 10, host work the recorder
-cannot see combined with a Triton copy out of a temporary).  Fixed: HOST_COMPUTE or VENDOR_KERNELS.
+Expected: VENDOR_KERNELS: the host-op profile's records (``gate/aten_ops.py``, pass rt22) go out
+after the call, past the forged frame's length.  The class stays open: a frame long enough for
+them too would swallow them.
 CPU only (on CUDA CUPTI sees the aten kernels).
 Nothing in the worker can authenticate a message against code in the same process; only a
 boundary between harness and solution (or the positive check of item 10) closes this.

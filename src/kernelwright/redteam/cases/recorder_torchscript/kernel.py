@@ -3,8 +3,8 @@ ops in the TorchScript interpreter, which never calls ``__torch_function__``, so
 recorder sees nothing of it.
 The temporary is copied into the output by a one-program-per-row Triton kernel, so the ablation
 call (Triton's stores dropped) leaves the outputs wrong like an honest solution's.
-Expected: PASS (HOLE, pass rt21, open: docs/gate.md section 3 items 6 and 10, host work the recorder
-cannot see combined with a Triton copy out of a temporary).  Fixed: HOST_COMPUTE or VENDOR_KERNELS.
+Expected: VENDOR_KERNELS: the host-op profile (``gate/aten_ops.py``, pass rt22) records the aten
+ops the TorchScript interpreter runs.
 CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import torch

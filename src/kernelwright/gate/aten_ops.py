@@ -1,0 +1,101 @@
+"""The aten ops of a recorded CPU call, from the dispatcher's own record: the kineto CPU profiler.
+
+The worker's ``HostOpRecorder`` is a torch function mode, and a mode is off while its handler
+runs a torch function: whatever a Python-level torch function or a callback does inside it --
+``Tensor.apply_``'s callback, a custom ``autograd.Function.backward`` run by
+``torch.autograd.grad`` or ``autograd.functional.vjp``, a ``__deepcopy__`` run by
+``copy.deepcopy``, a function passed to ``handle_torch_function`` under a glue name, TorchScript,
+code under ``torch._C.DisableTorchFunction`` -- never reaches the mode (red-team cases
+``recorder_apply_callback``, ``recorder_autograd_grad``, ``recorder_deepcopy_hook``,
+``recorder_functional_vjp``, ``recorder_glue_named_function``, ``recorder_torchscript``,
+``recorder_disabled_temp_copy``).  Every aten op still goes through the dispatcher, whose
+RecordFunction callbacks feed the profiler: ``AtenOpProfile`` runs the profiler (CPU activity,
+input shapes) around the call and reports each op that is not glue (``guards.cpu_glue``) as
+``aten::<op>`` with its µs and the most elements of any input, beside the mode's records.
+
+Its controls are the solution's to call too, so ``seal_controls`` (run in a CPU worker before the
+solution is imported) replaces them in torch's Python namespaces by a refusal and keeps the C
+functions here; a profile that is not the one this module started (stopped and restarted in the
+call: its start time is outside the window of the ``start`` here) is GATE_TAMPERED.  Open: the
+same switches reached through ctypes in libtorch (the source scan flags ctypes), ops run in
+another thread (the profiler and the mode record the calling thread only), and work that is not
+a torch op (numpy, Python loops: case ``recorder_numpy_temp_copy``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Iterable, Optional, Tuple
+
+import torch
+from torch._C import _autograd as _A
+from torch._C import _profiler as _P
+
+from kernelwright.gate import guards
+
+# the C functions, bound before any solution code runs
+_ENABLE, _DISABLE, _PREPARE = _A._enable_profiler, _A._disable_profiler, _A._prepare_profiler
+_NOW_NS = time.time_ns        # the profile's start time is on this clock (wall time, ns)
+_CONTROLS = ("_enable_profiler", "_disable_profiler", "_prepare_profiler", "_enable_profiler_legacy",
+             "_disable_profiler_legacy", "_enable_record_function", "_toggle_collection_dynamic")
+
+
+def _config():
+    # (state, report_input_shapes, profile_memory, with_stack, with_flops, with_modules, experimental)
+    return _P.ProfilerConfig(_P.ProfilerState.KINETO, True, False, False, False, False, _P._ExperimentalConfig())
+
+
+def _refused(*args, **kwargs):
+    raise RuntimeError("kernelwright: the profiler's controls are the gate's in a gated CPU call")
+
+
+def seal_controls(modules: Optional[Iterable] = None) -> None:
+    """Replace the profiler's and RecordFunction's switches (``_CONTROLS``) in ``torch._C._autograd``,
+    ``torch.autograd`` and ``torch.autograd.profiler`` by a refusal.  CPU workers only: the CUDA
+    path's fallback profiler (``torch.profiler``) goes through them."""
+    import torch.autograd.profiler
+
+    for module in modules or (_A, torch.autograd, torch.autograd.profiler):
+        for name in _CONTROLS:
+            if hasattr(module, name):
+                setattr(module, name, _refused)
+
+
+def _elements(shapes) -> int:
+    """The most elements of any tensor input (``shapes``: one list of dims per input; [] for a
+    non-tensor or a 0-d tensor)."""
+    return max((math.prod(s) for s in shapes if s and all(isinstance(d, int) for d in s)), default=0)
+
+
+class AtenOpProfile:
+    """A context manager: the profiler runs while its body runs; on exit each aten op the body ran
+    that is not glue goes to ``report(name, us, elements)`` (the worker's ``_report_op``).
+    Raises ``tampered(message)`` (an exception the caller makes) if the profile that ends is not
+    the one it started."""
+
+    def __init__(self, report: Callable[[str, float, int], None], tampered: Callable[[str], BaseException]):
+        self._report, self._tampered = report, tampered
+        self._window: Tuple[int, int] = (0, 0)
+
+    def __enter__(self) -> "AtenOpProfile":
+        config, activities = _config(), {_P.ProfilerActivity.CPU}
+        _PREPARE(config, activities)
+        before = _NOW_NS()
+        _ENABLE(config, activities)
+        self._window = (before, _NOW_NS())
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        result = _DISABLE()
+        start = result.trace_start_ns() if result is not None else 0
+        lo, hi = self._window
+        if not lo <= start <= hi:
+            if exc_type is None:
+                raise self._tampered("the host-op profile was stopped or restarted inside the call")
+            return False
+        for event in result.events():
+            name = event.name()
+            if name.startswith("aten::") and not guards.cpu_glue(name):
+                self._report(name, event.duration_ns() / 1e3, _elements(event.shapes()))
+        return False

@@ -1,0 +1,87 @@
+"""The host-op profile (gate/aten_ops.py): what it reports, what it cannot be made to miss."""
+import types
+
+import pytest
+import torch
+
+from kernelwright.gate import aten_ops
+
+
+class _Tampered(Exception):
+    pass
+
+
+def _profile(body):
+    records = []
+    with aten_ops.AtenOpProfile(lambda *r: records.append(r), _Tampered):
+        body()
+    return {name: elements for name, _, elements in records}
+
+
+def test_reports_compute_with_its_elements_and_leaves_glue_out():
+    x = torch.randn(8, 16)
+    seen = _profile(lambda: torch.exp(x.clone().view(16, 8)))
+    assert seen.get("aten::exp") == 128
+    assert not {"aten::clone", "aten::view", "aten::empty_like", "aten::copy_"} & set(seen)
+
+
+def test_sees_what_a_torch_function_mode_cannot():
+    x = torch.randn(8, 16)
+
+    def callback(v):
+        torch.tanh(x)
+        return v
+
+    class Backward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            torch.sigmoid(x)
+            return g
+
+    def body():
+        torch.zeros(1).apply_(callback)
+        a = torch.zeros(1, requires_grad=True)
+        torch.autograd.grad(Backward.apply(a).sum(), a)
+        with torch._C.DisableTorchFunction():
+            torch.exp(x)
+
+    seen = _profile(body)
+    assert {"aten::tanh", "aten::sigmoid", "aten::exp"} <= set(seen)
+    assert seen["aten::tanh"] == 128
+
+
+def test_a_profile_stopped_in_the_body_is_tampering():
+    with pytest.raises(_Tampered):
+        _profile(lambda: aten_ops._DISABLE())
+
+
+def test_a_profile_restarted_in_the_body_is_tampering():
+    def restart():
+        aten_ops._DISABLE()
+        config, activities = aten_ops._config(), {torch._C._profiler.ProfilerActivity.CPU}
+        aten_ops._PREPARE(config, activities)
+        aten_ops._ENABLE(config, activities)
+
+    with pytest.raises(_Tampered):
+        _profile(restart)
+
+
+def test_the_body_s_own_exception_is_not_hidden_by_the_check():
+    def fails():
+        aten_ops._DISABLE()
+        raise ValueError("the solution's own error")
+
+    with pytest.raises(ValueError):
+        _profile(fails)
+
+
+def test_seal_controls_replaces_every_switch_by_a_refusal():
+    fake = types.SimpleNamespace(**{name: (lambda *a: "called") for name in aten_ops._CONTROLS})
+    aten_ops.seal_controls([fake])
+    for name in aten_ops._CONTROLS:
+        with pytest.raises(RuntimeError, match="controls are the gate's"):
+            getattr(fake, name)(False)
