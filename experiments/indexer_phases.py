@@ -19,7 +19,7 @@ Per shape (batch x block-table pages):
     to occur once), so the timeline is of the same code plus ~20 atomics per program.
 
 Output: ``phases.json`` under --out and a table on stdout.  The answer goes to
-docs/kernels/indexer.md ("Where the time goes").
+docs/history/indexer.md ("Where the time goes").
 """
 
 from __future__ import annotations
