@@ -546,8 +546,10 @@ class HostOpRecorder:
     helper's ops, or a compute op Triton was made to call, are the solution's.  An op on a tensor
     subclass with its own ``__torch_function__`` is recorded as ``torch::subclass_torch_function``
     (compute): the mode is off while that handler runs, so whatever it does is unseen.
-    (A TorchFunctionMode, not a dispatch mode or the profiler: those import torch._dynamo, five
-    seconds per worker, and replace ``torch.manual_seed`` on the way.)
+    (A TorchFunctionMode, not a dispatch mode or ``torch.profiler``: those import torch._dynamo, five
+    seconds per worker, and replace ``torch.manual_seed`` on the way.  The host-op profile beside
+    it, ``aten_ops.AtenOpProfile``, starts the profiler through torch's C functions, which import
+    nothing, and records what a mode cannot see.)
 
     Each record leaves the process as it is made: ``report(name, us, elements)`` (the message
     loop's ``Harness._report_op``) writes it to the parent's pipe before the op returns to the
