@@ -562,6 +562,19 @@ CASES: List[Case] = [
          "H1 H3 H12",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="the profile read at the end must have started inside the window the gate noted at its start"),
+    # red-team pass rt22b: past the host-op profile
+    Case("recorder_fused_optimizer_lists", "RMSNorm from torch's fused CPU optimizer kernels (_fused_adam_, _fused_adagrad_, "
+         "_fused_sgd_ on tensor lists: no input shapes, no nested ops) under DisableTorchFunction into a temporary a Triton "
+         "kernel copies", "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt22b, open): the profile records a tensor-list argument with no shape, so the fused optimizer ops "
+             "count 0 elements, and their names are not compute names; the rest is glue or num_tokens-element ops"),
+    Case("recorder_gc_finalizer_after_profile", "a garbage cycle's __del__ re-arms itself while the profiler is on, "
+         "then computes into the output with torch after the gate stopped the profile; armed only when the decoy "
+         "Triton store landed (not the ablation call)", "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt22b, open): the profile and the mode end before the call's reply; a finalizer run by the "
+             "collector in the harness's own code after them is recorded by neither"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",
