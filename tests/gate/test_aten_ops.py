@@ -85,3 +85,20 @@ def test_seal_controls_replaces_every_switch_by_a_refusal():
     for name in aten_ops._CONTROLS:
         with pytest.raises(RuntimeError, match="controls are the gate's"):
             getattr(fake, name)(False)
+
+
+def test_an_op_on_tensor_lists_is_a_compute_op_but_index_lists_are_not():
+    x, g = [torch.randn(8, 16)], [torch.randn(8, 16)]
+    y, idx = torch.zeros(8), torch.tensor([1, 3])
+
+    def body():
+        torch.ops.aten._fused_sgd_(x, g, [], weight_decay=0.0, momentum=0.0, lr=-1.0, dampening=0.0,
+                                   nesterov=False, maximize=False, is_first_step=True)
+        y.index_put_((idx,), torch.ones(2))
+
+    seen = _profile(body)
+    assert "aten::tensor_list._fused_sgd_" in seen
+    assert "aten::index_put_" in seen
+    from kernelwright.gate import guards
+    reason, _ = guards.cpu_provenance_verdict({"triton::k": [1, 1.0]}, {n: [1, 1.0, e] for n, e in seen.items()}, 128)
+    assert reason == guards.VENDOR_KERNELS

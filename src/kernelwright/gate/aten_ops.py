@@ -24,7 +24,9 @@ a torch op (numpy, Python loops: case ``recorder_numpy_temp_copy``).
 
 from __future__ import annotations
 
+import gc
 import math
+import re
 import time
 from typing import Callable, Iterable, Optional, Tuple
 
@@ -36,6 +38,7 @@ from kernelwright.gate import guards
 
 # the C functions, bound before any solution code runs
 _ENABLE, _DISABLE, _PREPARE = _A._enable_profiler, _A._disable_profiler, _A._prepare_profiler
+_COLLECT = gc.collect
 _NOW_NS = time.time_ns        # the profile's start time is on this clock (wall time, ns)
 _CONTROLS = ("_enable_profiler", "_disable_profiler", "_prepare_profiler", "_enable_profiler_legacy",
              "_disable_profiler_legacy", "_enable_record_function", "_toggle_collection_dynamic")
@@ -60,6 +63,20 @@ def seal_controls(modules: Optional[Iterable] = None) -> None:
         for name in _CONTROLS:
             if hasattr(module, name):
                 setattr(module, name, _refused)
+
+
+# ops whose tensor lists are indices, not data (the value tensor's elements are counted)
+_INDEX_LIST_OPS = re.compile(r"^aten::(?:_?index_put\w*|_unsafe_index_put|index)$")
+
+
+def _recorded_name(name: str, dtypes) -> str:
+    """The record's name: ``aten::tensor_list.<op>`` (a compute op, ``guards._TORCH_CPU_COMPUTE``)
+    for an op that takes a list of tensors, whose elements the profile does not count (no shapes
+    for a list: torch's fused optimizer kernels did RMSNorm at 0 elements, case
+    recorder_fused_optimizer_lists), but index lists; else ``name``."""
+    if "TensorList" in dtypes and not _INDEX_LIST_OPS.match(name):
+        return "aten::tensor_list." + name[len("aten::"):]
+    return name
 
 
 def _elements(shapes) -> int:
@@ -87,6 +104,7 @@ class AtenOpProfile:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        _COLLECT()     # the call's garbage, its finalizers inside the profile (the worker keeps the collector off)
         result = _DISABLE()
         start = result.trace_start_ns() if result is not None else 0
         lo, hi = self._window
@@ -97,5 +115,5 @@ class AtenOpProfile:
         for event in result.events():
             name = event.name()
             if name.startswith("aten::") and not guards.cpu_glue(name):
-                self._report(name, event.duration_ns() / 1e3, _elements(event.shapes()))
+                self._report(_recorded_name(name, event.dtypes()), event.duration_ns() / 1e3, _elements(event.shapes()))
         return False

@@ -385,7 +385,10 @@ _TORCH_CPU_COMPUTE = re.compile(r"^(?:aten|torch)::(mm|bmm|matmul|addmm|baddbmm|
                                 r"multi_head_attention_forward|subclass_torch_function|"
                                 # ops that run Python callables or the autograd engine, unseen by
                                 # the recorder while they run (case recorder_apply_callback)
-                                r"apply_|map_|map2_|backward)(?:\.\w+)?$")   # any overload (torch.ops.aten.mm.default)
+                                r"apply_|map_|map2_|backward|"
+                                # an op on tensor lists, whose elements the host-op profile cannot
+                                # count (aten_ops._recorded_name), and the fused optimizer kernels
+                                r"tensor_list|_foreach_\w+|_fused_\w+)(?:\.\w+)?$")   # any overload (torch.ops.aten.mm.default)
 
 
 # ops a solution's host code may run around its kernels on CPU without doing the work itself:

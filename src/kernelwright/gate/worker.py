@@ -671,6 +671,9 @@ class Harness:
         changed = integrity.changed
         rebase = integrity.rebase
         prims = self.prims
+        collector_off = self.device.type != "cuda"
+        if collector_off:
+            _GC_DISABLE()
         while True:
             try:
                 msg = recv()
@@ -702,6 +705,14 @@ class Harness:
                              "error": "".join(traceback.format_exception(exc))[-4000:]}
             if op == "time":
                 _GC_ENABLE()   # a timed iteration that raised inside its window left it off
+            if collector_off:
+                # CPU: the collector runs only where the gate runs it (aten_ops.AtenOpProfile, inside
+                # the host-op profile, and between timed iterations): a finalizer the collector runs
+                # after a recorded call's profile, before the parent's read, went unrecorded
+                # (case recorder_gc_finalizer_after_profile)
+                if op == "call" and _GC_ISENABLED():
+                    early.append("the garbage collector was switched on in a call")
+                _GC_DISABLE()
             # what each op assigned itself, and nothing else, becomes the snapshot's value (a
             # finalizer that ran in ``alloc`` or ``release`` once set ``prepare``: pass rt16)
             if op == "load":

@@ -15,8 +15,9 @@ the profile sees the fused ops with 0 elements, a few ops on ``num_tokens`` elem
   ``j + H * (1 - sign(w))``, and ``index_select`` (glue) gathers from ``cat([p, p, -p])``.
 A Triton kernel copies the temporary into the output, so the ablation call (Triton's stores
 dropped) leaves the outputs wrong like an honest solution's.
-Expected: PASS (a hole): no compute name, and the non-glue ops' inputs touch only ``num_tokens``
-elements per op (the fused ops report 0).  CPU only (on CUDA CUPTI sees the aten kernels).
+Expected: VENDOR_KERNELS: an op on a list of tensors, whose elements the profile cannot count, is
+recorded as ``aten::tensor_list.<op>``, a compute op (``aten_ops._recorded_name``); so are
+``_foreach_*`` and ``_fused_*`` by name.  CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import torch
 import triton
