@@ -194,8 +194,10 @@ CASES: List[Case] = [
          _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
          why="every launched jit body may call only what a GPU kernel can (interpreted.JitBodyCheck)"),
     Case("ablation_input_replay", "recognises the ablation call by trial 0's inputs coming a third time", "demo",
-         _r(guards.HOST_COMPUTE), "H1 H3", needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="the ablation call runs on inputs of its own, never shown before, with the correctness calls' poison"),
+         _r(guards.HOST_COMPUTE, guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="the host-op profile records its torch work (VENDOR_KERNELS); without it, the ablation call runs on inputs "
+             "of its own, never shown before, with the correctness calls' poison (HOST_COMPUTE)"),
     # the jit-body check read one thing while the interpreter ran another (third CPU pass, 2026-12-07)
     Case("jit_module_spoof", "a numpy helper whose __module__ is set to a triton module, called from a jit body",
          "demo", _r(guards.BUILD_FAILED), "H1 H3", needs_cpu=_NO_PYTHON_ON_GPU,
@@ -488,10 +490,10 @@ CASES: List[Case] = [
          why="an exempt row must be within the per-row bound against the reference or the reference of a "
              "routing its tie allows; the pinned nonce puts a near-tie into quick-moe-t37's second trial"),
     Case("ablation_aware_host_compute", "hidden_host_compute that leaves its outputs unwritten in the provenance "
-         "ablation call (msg['ablate'] read from op_call's frame)", "demo", PASS, "H1 H3",
+         "ablation call (msg['ablate'] read from op_call's frame)", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (docs/gate.md section 3 item 6, documented): the ablation call is recognisable from the "
-             "harness's frame, so its outputs are wrong like an honest solution's: PASS today"),
+         why="the host-op profile records its torch work under DisableTorchFunction (rt22); the ablation call is still "
+             "recognisable from the harness's frame, so host work neither record sees (numpy) would pass"),
     # red-team pass rt19
     Case("sharer_thread_hijack", "runs its loop in multiprocessing's resource-sharer thread (a callback it registered "
          "and asked for): host compute outside the call and the recorder, copied out by a Triton kernel", "demo",

@@ -6,7 +6,9 @@ provenance ablation.  The ablation is one ``call`` message with ``"ablate": True
 ``op_call`` frame holds that message as a local, so the solution reads it there (no probe kernel
 needed) and returns with the outputs still poisoned: the ablated call's outputs are wrong, which is
 what an honest solution's are, and the HOST_COMPUTE rule has nothing to see.
-Expected today: PASS (HOLE).  Fixed: HOST_COMPUTE.  On CUDA the aten kernels show in CUPTI's records
+Expected: VENDOR_KERNELS: the host-op profile records the torch work under DisableTorchFunction
+(pass rt22).  The ablation call is still recognisable, so host work neither record sees (numpy)
+would pass it.  On CUDA the aten kernels show in CUPTI's records
 (VENDOR_KERNELS), so the attack exists only on the CPU.
 """
 

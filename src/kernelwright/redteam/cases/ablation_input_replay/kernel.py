@@ -2,9 +2,9 @@
 the ablation refills trial 0's inputs, which the solution has seen twice before (the correctness
 call and the determinism re-run), so the third sighting of an input fingerprint is the ablation;
 that call leaves ``y`` unwritten, every other one computes RMSNorm with torch under
-``torch._C.DisableTorchFunction()`` (unrecorded) straight into ``y``.  Expected: HOST_COMPUTE (the
-ablation call runs on inputs of its own, drawn per candidate from the run's nonce, so no
-fingerprint repeats, and with the set-0 correctness calls' poison).  CPU only.
+``torch._C.DisableTorchFunction()`` (unrecorded) straight into ``y``.  Expected: VENDOR_KERNELS (the host-op profile records the torch work)
+or HOST_COMPUTE (the ablation call runs on inputs of its own, drawn per candidate from the run's
+nonce, so no fingerprint repeats, and with the set-0 correctness calls' poison).  CPU only.
 """
 
 import hashlib
