@@ -99,6 +99,27 @@ def test_op_name():
     assert guards.op_name(torch.rsqrt) == "rsqrt"
 
 
+def test_host_op_name_python_functions_are_compute():
+    import copy
+    import functools
+
+    import torch
+
+    compute = guards._TORCH_CPU_COMPUTE.match
+    # Python code runs while the recorder's mode is off: compute, whatever its name
+    for func in (torch.autograd.grad, torch.Tensor.__deepcopy__, functools.partial(copy.copy), lambda: 0,
+                 type("Device", (), {})):
+        assert compute(guards.host_op_name(func)), func
+    assert guards.host_op_name(torch.autograd.grad) == "torch::python_function.grad"
+    # torch's C functions, its Python glue and operators keep their names, and their rules
+    for func, name in ((torch.add, "torch::add"), (torch.Tensor.add, "torch::add"), (torch.Tensor.split, "torch::split"),
+                       (torch.Tensor.__format__, "torch::format"), (torch.Tensor.__len__, "torch::len"),
+                       (torch.Tensor.__floordiv__, "torch::floordiv"), (torch.Tensor.__rsub__, "torch::sub"),
+                       (torch._C.TensorBase.shape.__get__, "torch::shape__get__"), (torch.Tensor.backward, "torch::backward"),
+                       (torch.ops.aten.mm.default, "torch::mm.default"), (torch.device, "torch::device")):
+        assert guards.host_op_name(func) == name, func
+
+
 def test_file_snapshot_sees_edits_that_restore_mtime(tmp_path):
     f = tmp_path / "reference.py"
     f.write_text("x = 1\n")

@@ -10,6 +10,7 @@ import ast
 import os
 import re
 import statistics
+import types
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional
 
@@ -383,9 +384,10 @@ _TORCH_CPU_COMPUTE = re.compile(r"^(?:aten|torch)::(mm|bmm|matmul|addmm|baddbmm|
                                 r"scaled_dot_product_attention|_scaled_dot_product\w*|conv\w*|rms_norm|_fused_rms_norm|layer_norm|"
                                 r"native_layer_norm|group_norm|batch_norm|argsort|silu|gelu|softplus|embedding|"
                                 r"multi_head_attention_forward|subclass_torch_function|"
-                                # ops that run Python callables or the autograd engine, unseen by
-                                # the recorder while they run (case recorder_apply_callback)
-                                r"apply_|map_|map2_|backward|"
+                                # functions that run Python code (host_op_name), and C ops that
+                                # run Python callables or the autograd engine, unseen by the
+                                # recorder while they run (case recorder_apply_callback)
+                                r"python_function|apply_|map_|map2_|backward|"
                                 # an op on tensor lists, whose elements the host-op profile cannot
                                 # count (aten_ops._recorded_name), and the fused optimizer kernels
                                 r"tensor_list|_foreach_\w+|_fused_\w+)(?:\.\w+)?$")   # any overload (torch.ops.aten.mm.default)
@@ -465,6 +467,44 @@ def cpu_glue(name: str) -> bool:
     return bool(_CPU_GLUE.match(name))
 
 
+# what torch's C side hands a torch function mode: builtin functions and methods, method and slot
+# descriptors (TensorBase's methods, a C property's getter), aten operators (torch.ops.aten.mm.default)
+_C_CALLABLES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                types.MethodWrapperType, types.ClassMethodDescriptorType, torch._ops.OpOverload,
+                torch._ops.OpOverloadPacket)
+_HEAPTYPE = 1 << 9      # Py_TPFLAGS_HEAPTYPE: a class a class statement made (not one written in C)
+# torch's operators written in Python (``t // 2``, ``t ** 2``, ``1 - t``): each runs one aten op on
+# its operands, whose elements the recorder counts
+_PY_OPERATORS = tuple(getattr(torch.Tensor, n) for n in (
+    "__floordiv__", "__rfloordiv__", "__pow__", "__ipow__", "__rpow__", "__rsub__", "__rdiv__",
+    "__rtruediv__", "__rmod__", "__rlshift__", "__rrshift__", "__rmatmul__"))
+
+
+def _written_in_c(func) -> bool:
+    """Whether a callable the mode is handed is C code: one of ``_C_CALLABLES`` or a class written
+    in C (``torch.device``, ``torch.Size``)."""
+    if any(type(func) is c for c in _C_CALLABLES):
+        return True
+    return issubclass(type(func), type) and not type.__dict__["__flags__"].__get__(func) & _HEAPTYPE
+
+
+def host_op_name(func) -> str:
+    """The host-op recorder's name for a torch function or tensor method: ``torch::<op_name>``, or
+    ``torch::python_function.<op_name>``, a compute op (``_TORCH_CPU_COMPUTE``), for one that runs
+    Python code (not C, ``_written_in_c``, nor one of the ``_PY_OPERATORS``) and is neither glue
+    nor a compute op by its name.  The mode is off while its handler runs a function, so the torch
+    work of that Python code is unseen: the backward of an ``autograd.Function`` that
+    ``torch.autograd.grad`` runs, called directly or by ``torch.autograd.functional.vjp`` (cases
+    recorder_autograd_grad, recorder_functional_vjp), the ``__deepcopy__`` of an object in a
+    tensor's ``__dict__`` that ``Tensor.__deepcopy__`` calls (case recorder_deepcopy_hook)."""
+    op = op_name(func)
+    name = "torch::" + op
+    if (cpu_glue(name) or _TORCH_CPU_COMPUTE.match(name) or _written_in_c(func)
+            or any(func is f for f in _PY_OPERATORS)):
+        return name
+    return "torch::python_function." + (re.sub(r"\W", "_", op) or "_")
+
+
 def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mapping[str, List[float]],
                            output_elements: int, min_launches: int = 1):
     """(reason or None, message) for a Triton solution evaluated on CPU (interpreter).
@@ -473,7 +513,8 @@ def cpu_provenance_verdict(launches: Mapping[str, List[float]], host_ops: Mappin
     ``host_ops``: aten ops the solution's host code ran (inside a launch, those Triton's own code did not call)
     ({"aten::op": [count, us, elements]}); ``min_launches``: the fewest launches of any
     correctness or timed call.  A call without a Triton launch -> NO_KERNELS; a torch compute
-    op (matmul, topk, softmax, ...) or non-glue aten ops touching at least half as many
+    op (matmul, topk, softmax, a function that runs Python code: ``host_op_name``, ...) or
+    non-glue aten ops touching at least half as many
     elements as the outputs -> VENDOR_KERNELS (the host does the work, the kernel is a decoy).
     """
     if min_launches <= 0 or not launches:

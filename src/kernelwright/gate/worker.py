@@ -545,7 +545,9 @@ class HostOpRecorder:
     where Triton's code called it (``LaunchCounter.issued_by_launcher``): a pre-run hook's or a
     helper's ops, or a compute op Triton was made to call, are the solution's.  An op on a tensor
     subclass with its own ``__torch_function__`` is recorded as ``torch::subclass_torch_function``
-    (compute): the mode is off while that handler runs, so whatever it does is unseen.
+    (compute): the mode is off while that handler runs, so whatever it does is unseen; for the same
+    reason a function that runs Python code (``torch.autograd.grad``, ``Tensor.__deepcopy__``) is
+    recorded as ``torch::python_function.<name>`` (compute) unless it is glue (``guards.host_op_name``).
     (A TorchFunctionMode, not a dispatch mode or ``torch.profiler``: those import torch._dynamo, five
     seconds per worker, and replace ``torch.manual_seed`` on the way.  The host-op profile beside
     it, ``aten_ops.AtenOpProfile``, starts the profiler through torch's C functions, which import
@@ -577,7 +579,7 @@ class HostOpRecorder:
         class _Recorder(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                name = "torch::" + guards.op_name(func)
+                name = guards.host_op_name(func)
                 if counter.inside() and counter.issued_by_launcher() and guards.cpu_glue(name):
                     return func(*args, **kwargs)    # the interpreter's own argument handling
                 if custom_handler(list(args) + list(kwargs.values())):

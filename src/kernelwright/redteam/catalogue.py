@@ -534,6 +534,24 @@ CASES: List[Case] = [
          "inside its handler); into a temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="ops that run Python callables or the autograd engine (apply_, map_, map2_, backward) are compute ops"),
+    Case("recorder_autograd_grad", "torch.autograd.grad of a one-element autograd.Function whose backward computes "
+         "with torch (the mode is off inside grad's handler); into a temporary a Triton kernel copies", "demo",
+         _r(guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="a recorded function that runs Python code (not one of torch's C functions) and is not glue is a "
+             "compute op (guards.host_op_name)"),
+    Case("recorder_deepcopy_hook", "copy.deepcopy of a one-element tensor whose __dict__ holds an object with a "
+         "__deepcopy__ computing with torch (the mode is off inside Tensor.__deepcopy__'s handler); into a "
+         "temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="a recorded function that runs Python code (not one of torch's C functions) and is not glue is a "
+             "compute op (guards.host_op_name)"),
+    Case("recorder_functional_vjp", "torch.autograd.functional.vjp of a one-element autograd.Function whose backward "
+         "computes with torch (the mode is off inside the grad vjp calls); into a temporary a Triton kernel copies",
+         "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="a recorded function that runs Python code (not one of torch's C functions) and is not glue is a "
+             "compute op (guards.host_op_name)"),
     Case("recorder_disabled_temp_copy", "torch under DisableTorchFunction into a temporary a Triton kernel copies",
          "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
