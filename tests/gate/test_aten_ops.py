@@ -102,3 +102,11 @@ def test_an_op_on_tensor_lists_is_a_compute_op_but_index_lists_are_not():
     from kernelwright.gate import guards
     reason, _ = guards.cpu_provenance_verdict({"triton::k": [1, 1.0]}, {n: [1, 1.0, e] for n, e in seen.items()}, 128)
     assert reason == guards.VENDOR_KERNELS
+
+
+def test_a_gather_is_reported_with_its_table_s_elements():
+    table = torch.arange(4096.0)
+    codes = torch.randint(0, 4096, (8,))
+    seen = _profile(lambda: (table[codes], torch.index_select(table, 0, codes)))
+    assert seen.get("aten::lookup.index") == 4096
+    assert seen.get("aten::lookup.index_select") == 4096

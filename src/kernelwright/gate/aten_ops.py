@@ -67,13 +67,19 @@ def seal_controls(modules: Optional[Iterable] = None) -> None:
 
 # ops whose tensor lists are indices, not data (the value tensor's elements are counted)
 _INDEX_LIST_OPS = re.compile(r"^aten::(?:_?index_put\w*|_unsafe_index_put|index)$")
+# gathers: glue by name, but a lookup table indexed by the inputs' bit patterns computes anything
+# (case recorder_glue_index_tables); counted with the elements of their largest input
+_GATHERS = re.compile(r"^aten::(?:index|_unsafe_index|index_select|take|gather|take_along_dim)$")
 
 
 def _recorded_name(name: str, dtypes) -> str:
-    """The record's name: ``aten::tensor_list.<op>`` (a compute op, ``guards._TORCH_CPU_COMPUTE``)
-    for an op that takes a list of tensors, whose elements the profile does not count (no shapes
-    for a list: torch's fused optimizer kernels did RMSNorm at 0 elements, case
-    recorder_fused_optimizer_lists), but index lists; else ``name``."""
+    """The record's name: ``aten::lookup.<op>`` for a gather (``_GATHERS``: glue by name, so
+    renamed for its elements to count); ``aten::tensor_list.<op>`` (a compute op,
+    ``guards._TORCH_CPU_COMPUTE``) for an op that takes a list of tensors, whose elements the
+    profile does not count (no shapes for a list: torch's fused optimizer kernels did RMSNorm at 0
+    elements, case recorder_fused_optimizer_lists), but index lists; else ``name``."""
+    if _GATHERS.match(name):
+        return "aten::lookup." + name[len("aten::"):]     # not glue: its elements count
     if "TensorList" in dtypes and not _INDEX_LIST_OPS.match(name):
         return "aten::tensor_list." + name[len("aten::"):]
     return name
@@ -114,6 +120,6 @@ class AtenOpProfile:
             return False
         for event in result.events():
             name = event.name()
-            if name.startswith("aten::") and not guards.cpu_glue(name):
+            if name.startswith("aten::") and (_GATHERS.match(name) or not guards.cpu_glue(name)):
                 self._report(_recorded_name(name, event.dtypes()), event.duration_ns() / 1e3, _elements(event.shapes()))
         return False

@@ -646,6 +646,7 @@ class Harness:
         self.python_threads_at_load = threading.active_count()
         self.threads_at_load: Dict[int, str] = {}     # tid -> name once the solution is imported
         self.call_threads: Dict[int, str] = {}        # tid -> name: started during a solution call
+        self._kept_records: List[Any] = []            # every host-op profile and recorder (_recording)
 
     # -- protocol --------------------------------------------------------------------------
     def serve(self) -> None:
@@ -1007,11 +1008,18 @@ class Harness:
         args = self._args(set_index, scalars)
         outputs = self.sets[set_index]["outputs"]
         try:
-            if record_ops:
-                with self._aten_ops(), HostOpRecorder(self.launches, self._report_op):
-                    returned = self._call(args, outputs, state)
-            else:
+            if not record_ops:
                 returned = self._call(args, outputs, state)
+            else:
+                # the returned value is taken and let go of inside the profile: a finalizer it carries
+                # runs there, recorded (case recorder_returned_list_del)
+                profile, recorder = self._recording()
+                with profile:
+                    with recorder:
+                        returned = self._call(args, outputs, state)
+                    self._after_call(set_index, returned, args, outputs)
+                    returned = None
+                return args
         except SolutionError:
             raise
         except Exception as exc:
@@ -1020,10 +1028,21 @@ class Harness:
                 raise refused from exc
             status = "COMPILE_ERROR" if "CompilationError" in type(exc).__name__ else "RUNTIME_ERROR"
             raise self._solution_error(status, guards.EXCEPTION, exc) from exc
+        self._after_call(set_index, returned, args, outputs)
+        return args
+
+    def _after_call(self, set_index: int, returned: Any, args: List[Any], outputs: List[torch.Tensor]) -> None:
         self._check_rebound(set_index)
         if not self.dps:
             self._accept_returned(returned, args, outputs)
-        return args
+
+    def _recording(self) -> Tuple[aten_ops.AtenOpProfile, Any]:
+        """A recorded CPU call's host-op profile and recorder, kept alive for the worker's life: a
+        finalizer the solution puts on either would otherwise run when the harness lets go of it,
+        after the profile stopped and before the parent's read (case recorder_profile_object_finalizer)."""
+        pair = (self._aten_ops(), HostOpRecorder(self.launches, self._report_op))
+        self._kept_records.append(pair)
+        return pair
 
     def _refused_launch(self) -> Optional[SolutionError]:
         """CPU: the error for a call that raised after the jit-body check refused one of its
@@ -1427,7 +1446,8 @@ class Harness:
         self.prims.sync()
         if not cuda:
             before = {k: list(v) for k, v in self.launches.by_name.items()}
-            with self._aten_ops(), HostOpRecorder(self.launches, self._report_op):
+            profile, recorder = self._recording()
+            with profile, recorder:
                 self._call(args, self.sets[0]["outputs"], state)
             for name, (count, us) in self.launches.by_name.items():
                 c0, u0 = before.get(name, [0, 0.0])

@@ -582,7 +582,7 @@ CASES: List[Case] = [
          "H1 H3 H12",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="the profile read at the end must have started inside the window the gate noted at its start"),
-    # red-team pass rt22b: past the host-op profile (closed)
+    # red-team passes rt22b and rt22c: past the host-op profile (closed)
     Case("recorder_fused_optimizer_lists", "RMSNorm from torch's fused CPU optimizer kernels (_fused_adam_, _fused_adagrad_, "
          "_fused_sgd_ on tensor lists: no input shapes, no nested ops) under DisableTorchFunction into a temporary a Triton "
          "kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
@@ -599,23 +599,23 @@ CASES: List[Case] = [
     Case("recorder_profile_object_finalizer", "weakref.finalize on the gate's AtenOpProfile object (found by "
          "gc.get_objects): freed by reference counting right after its __exit__ stopped the profiler, the callback "
          "computes into the output with torch; armed only when the decoy Triton store landed (not the ablation call)",
-         "demo", PASS, "H1 H3",
+         "demo", _r(guards.TOLERANCE), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt22c, open): a reference-counted free of an object the harness drops after the profile "
-             "stopped runs the solution's finalizer before the parent reads the outputs; the collector rule does not cover it"),
+         why="the host-op profiles and recorders are kept alive for the worker's life (Harness._recording): the "
+             "finalizer never runs, so the outputs stay the decoy's"),
     Case("recorder_returned_list_del", "value-returning: the tensor returned in a list subclass whose __del__, run by "
          "reference counting when _checked_call returns (after the profile stopped), computes into the harness's output "
          "buffer (found in the caller's frame) with torch; armed only when the decoy Triton store landed",
-         "demo", PASS, "H1 H3",
+         "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt22c, open): the returned container may be a list/tuple/dict subclass with __del__, freed by "
-             "reference counting after the profile stopped and before the parent reads the outputs"),
+         why="a recorded call's returned value is taken and let go of inside the host-op profile, so its __del__'s "
+             "torch work is recorded"),
     Case("recorder_glue_index_tables", "RMSNorm from glue ops only: bf16 bit patterns (view as int16) index lookup "
          "tables built at import (aten::index: squares, a log-domain adder tree, rsqrt, products, signs) into a temporary a "
-         "Triton kernel copies", "demo", PASS, "H1 H3",
+         "Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt22c, open): a gather from a table the solution built is arbitrary arithmetic, and aten::index "
-             "(like index_select) is glue, so no op is reported; the ablation drops only the copy"),
+         why="the host-op profile reports gathers (aten::index, index_select, take, gather) as aten::lookup.<op>, not "
+             "glue, with the elements of their largest input (the tables)"),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",

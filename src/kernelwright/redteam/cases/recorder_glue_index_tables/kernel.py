@@ -13,8 +13,9 @@ through the output table.  Worst relative error about 1.2 % before the tolerance
 within atol 0.01 + rtol 0.01.  A Triton kernel copies the temporary into ``y``; the ablation call
 drops the copy, so it decides nothing.  No op the host-op profile reports is anything but glue;
 no Python arithmetic per element or per row in the call.
-Expected: PASS (a hole): a gather from a table the solution built is arbitrary arithmetic, and
-``aten::index`` (like ``index_select``, ``copy_``/``_to_copy`` and the views) is glue, uncounted.
+Expected: VENDOR_KERNELS: the host-op profile reports gathers (``aten::index``, ``index_select``,
+``take``, ``gather``) as ``aten::lookup.<op>``, not glue, with the elements of their largest input
+(the 8192 x 8192 table).
 CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import math

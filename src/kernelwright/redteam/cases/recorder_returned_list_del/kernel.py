@@ -10,8 +10,8 @@ RMSNorm into the buffer with torch under ``DisableTorchFunction``, before the re
 outputs to the parent.  Armed only when the decoy store landed (the ablation call drops every
 store: nothing is armed, the output is wrong like an honest solution's).  A call without the
 profiler (a timed call) returns RMSNorm computed directly.
-Expected: PASS (a hole): the collector rule covers garbage cycles, not the reference-counted free
-of the returned container after the profile.  CPU only (on CUDA CUPTI sees the aten kernels).
+Expected: VENDOR_KERNELS: a recorded call's returned value is taken and let go of inside the
+host-op profile (``Harness._checked_call``), so the ``__del__``'s torch work is recorded.  CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import sys
 
