@@ -616,6 +616,13 @@ CASES: List[Case] = [
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="the host-op profile reports gathers (aten::index, index_select, take, gather) as aten::lookup.<op>, not "
              "glue, with the elements of their largest input (the tables)"),
+    Case("recorder_nested_view_gather", "RMSNorm through nested tensors under DisableTorchFunction: lookups as "
+         "_nested_view_from_buffer with the bit patterns as offsets (glue), row sums and log-domain adds as nested sum "
+         "(no recorded shape: 0 elements) into a temporary a Triton kernel copies", "demo", PASS, "H1 H3",
+         needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
+         why="HOLE (pass rt22d, open): the profiler records a nested input as an undefined tensor, so an op on nested "
+             "tensors counts 0 elements, and _nested_view_from_buffer with data-dependent offsets is a gather under a "
+             "glue name.  Fixed: VENDOR_KERNELS", workloads=(0, 1, 2)),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",
