@@ -110,3 +110,12 @@ def test_a_gather_is_reported_with_its_table_s_elements():
     seen = _profile(lambda: (table[codes], torch.index_select(table, 0, codes)))
     assert seen.get("aten::lookup.index") == 4096
     assert seen.get("aten::lookup.index_select") == 4096
+
+
+def test_an_op_on_a_nested_tensor_is_a_compute_op():
+    parts = [torch.randn(3), torch.randn(5)]
+    seen = _profile(lambda: torch.nested.nested_tensor(parts).sum(-1, keepdim=True))
+    assert "aten::nested.sum" in seen
+    from kernelwright.gate import guards
+    assert guards.cpu_provenance_verdict({"triton::k": [1, 1.0]}, {"aten::nested.sum": [1, 1.0, 0]}, 8)[0] \
+        == guards.VENDOR_KERNELS

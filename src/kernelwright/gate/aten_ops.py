@@ -85,6 +85,16 @@ def _recorded_name(name: str, dtypes) -> str:
     return name
 
 
+def _on_nested(name: str, shapes, dtypes) -> bool:
+    """Whether an op makes or works on a nested tensor: an ``aten::_nested*`` op, or one whose first
+    input the profile records with neither dtype nor shape (a nested tensor: its elements are not
+    counted, and views of a buffer at data-dependent offsets gather like a table lookup, case
+    recorder_nested_view_gather).  Reported as ``aten::nested.<op>``, a compute op, glue or not."""
+    if name.startswith("aten::_nested"):
+        return True
+    return bool(dtypes) and dtypes[0] == "" and bool(shapes) and shapes[0] == []
+
+
 def _elements(shapes) -> int:
     """The most elements of any tensor input (``shapes``: one list of dims per input; [] for a
     non-tensor or a 0-d tensor)."""
@@ -120,6 +130,11 @@ class AtenOpProfile:
             return False
         for event in result.events():
             name = event.name()
-            if name.startswith("aten::") and (_GATHERS.match(name) or not guards.cpu_glue(name)):
-                self._report(_recorded_name(name, event.dtypes()), event.duration_ns() / 1e3, _elements(event.shapes()))
+            if not name.startswith("aten::"):
+                continue
+            shapes, dtypes = event.shapes(), event.dtypes()
+            if _on_nested(name, shapes, dtypes):
+                self._report("aten::nested." + name[len("aten::"):], event.duration_ns() / 1e3, 0)
+            elif _GATHERS.match(name) or not guards.cpu_glue(name):
+                self._report(_recorded_name(name, dtypes), event.duration_ns() / 1e3, _elements(shapes))
         return False

@@ -390,7 +390,9 @@ _TORCH_CPU_COMPUTE = re.compile(r"^(?:aten|torch)::(mm|bmm|matmul|addmm|baddbmm|
                                 r"python_function|apply_|map_|map2_|backward|"
                                 # an op on tensor lists, whose elements the host-op profile cannot
                                 # count (aten_ops._recorded_name), and the fused optimizer kernels
-                                r"tensor_list|_foreach_\w+|_fused_\w+)(?:\.\w+)?$")   # any overload (torch.ops.aten.mm.default)
+                                r"tensor_list|_foreach_\w+|_fused_\w+|"
+                                # an op on a nested tensor (aten_ops._on_nested)
+                                r"nested)(?:\.\w+)?$")   # any overload (torch.ops.aten.mm.default)
 
 
 # ops a solution's host code may run around its kernels on CPU without doing the work itself:

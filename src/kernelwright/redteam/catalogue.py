@@ -582,7 +582,7 @@ CASES: List[Case] = [
          "H1 H3 H12",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
          why="the profile read at the end must have started inside the window the gate noted at its start"),
-    # red-team passes rt22b and rt22c: past the host-op profile (closed)
+    # red-team passes rt22b, rt22c and rt22d: past the host-op profile (closed)
     Case("recorder_fused_optimizer_lists", "RMSNorm from torch's fused CPU optimizer kernels (_fused_adam_, _fused_adagrad_, "
          "_fused_sgd_ on tensor lists: no input shapes, no nested ops) under DisableTorchFunction into a temporary a Triton "
          "kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
@@ -618,11 +618,10 @@ CASES: List[Case] = [
              "glue, with the elements of their largest input (the tables)"),
     Case("recorder_nested_view_gather", "RMSNorm through nested tensors under DisableTorchFunction: lookups as "
          "_nested_view_from_buffer with the bit patterns as offsets (glue), row sums and log-domain adds as nested sum "
-         "(no recorded shape: 0 elements) into a temporary a Triton kernel copies", "demo", PASS, "H1 H3",
+         "(no recorded shape: 0 elements) into a temporary a Triton kernel copies", "demo", _r(guards.VENDOR_KERNELS), "H1 H3",
          needs_cpu="on CUDA the aten kernels show in CUPTI's records (VENDOR_KERNELS)",
-         why="HOLE (pass rt22d, open): the profiler records a nested input as an undefined tensor, so an op on nested "
-             "tensors counts 0 elements, and _nested_view_from_buffer with data-dependent offsets is a gather under a "
-             "glue name.  Fixed: VENDOR_KERNELS", workloads=(0, 1, 2)),
+         why="an aten::_nested* op, and any op whose first input the profile records with neither dtype nor shape (a "
+             "nested tensor), is reported as aten::nested.<op>, a compute op, glue or not", workloads=(0, 1, 2)),
     # CUDA only
     Case("side_stream", "side stream", "demo", _r(guards.UNMEASURED_WORK, guards.STALE_OUTPUT), "H8", needs_cuda=True),
     Case("l2_persistence", "L2 persistence", "demo", _r(guards.L2_PERSISTENCE, guards.BELOW_ROOFLINE), "H22",

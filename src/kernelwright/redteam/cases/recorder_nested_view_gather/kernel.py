@@ -19,8 +19,9 @@ Codes are ``round((log2 v + 24) * 200)``: worst relative error about 0.5 %, insi
 Everything under ``DisableTorchFunction`` (the recorder sees nothing; the profile is the judge).
 Per call the profile counts about 17 x rows elements; the outputs have 512 x rows.  A Triton kernel
 copies the temporary into ``y``; the ablation call drops the copy, so it decides nothing.
-Expected: VENDOR_KERNELS if nested tensors' elements are counted (or nested ops / nested views
-are not glue); PASS here means the hole is open.
+Expected: VENDOR_KERNELS: an ``aten::_nested*`` op, and any op whose first input the profile
+records with neither dtype nor shape (a nested tensor), is reported as ``aten::nested.<op>``, a
+compute op, glue or not (``aten_ops._on_nested``).
 CPU only (on CUDA CUPTI sees the aten kernels).
 """
 import torch
