@@ -8,6 +8,7 @@ seconds.
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -257,3 +258,23 @@ def test_stop_while_running_then_resume(tmp_path):
     assert team2.roles() == ["coder"]
     assert [dict(r) for r in st.rows("SELECT id, status FROM attempts")] == [{"id": 1, "status": "passed"}]
     assert st.run()["status"] == "finished"
+
+
+def test_a_paused_run_without_operator_waits_exits_and_resumes(tmp_path):
+    cfg = demo_config(coders=1, profile=False, max_cycles=2)
+    run = tmp_path / "run"
+    create_run(run, cfg)
+    st = State(run)
+    C.set_control(st, "pause")
+    said, codes = [], []
+    worker = threading.Thread(target=lambda: codes.append(orchestrator(run, cfg, Team(), log=said.append).run()),
+                              daemon=True)
+    worker.start()
+    worker.join(60)
+    assert codes == [3]                                 # paused, nothing in flight, wait_for_operator = false
+    assert st.run()["status"] == "paused"
+    assert any("kernelwright run resume" in m for m in said)
+    assert st.value("SELECT COUNT(*) FROM attempts") == 0
+    C.set_control(st, "resume")
+    assert orchestrator(run, cfg, Team()).run() == 0
+    assert st.value("SELECT COUNT(*) FROM attempts") >= 1

@@ -66,7 +66,7 @@ def optimize_cmd(
     max_wall: Optional[float] = typer.Option(None, "--max-wall", help="Budget: orchestrator seconds, across resumes."),
     max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Budget: coder attempts."),
     max_cycles: Optional[int] = typer.Option(None, "--max-cycles", help="Budget: planning cycles."),
-    no_wait: bool = typer.Option(False, "--no-wait", help="Exit (status 3) instead of waiting when the run needs the operator."),
+    no_wait: bool = typer.Option(False, "--no-wait", help="Exit (status 3) instead of waiting when the run needs the operator or is paused."),
 ) -> None:
     """Run a team of coding agents that generate, debug, profile and optimise a kernel; only the gate promotes.
 
@@ -74,7 +74,7 @@ def optimize_cmd(
     attempt each, in their own git worktrees, edit surface checked) -> the gate's check -> Synthesizer ->
     the gate's final evaluation (hidden split included) -> promotion -> Profiler.  State lives in
     RUN/state.sqlite; steer the run with `kernelwright run ...`, report with `kernelwright run report RUN`.
-    Exit codes: 0 finished or stopped, 3 waiting for the operator (--no-wait), 130 interrupted.
+    Exit codes: 0 finished or stopped, 3 waiting for the operator or paused (--no-wait), 130 interrupted.
     """
     from kernelwright.workflow.config import load_config_file, parse_config
     from kernelwright.workflow.loop import Orchestrator

@@ -112,7 +112,8 @@ class Orchestrator:
     # ================================================================== main loop
     def run(self) -> int:
         """Run until done.  Returns the exit code: 0 finished or stopped, 3 waiting for the
-        operator (with ``wait_for_operator = false``), 130 interrupted."""
+        operator or paused with nothing in flight (with ``wait_for_operator = false``), 130
+        interrupted.  A paused run otherwise waits for ``kernelwright run resume``."""
         self._begin()
         workers = len(self.cfg.agent_names()) + len(self.pool.devices()) + 2
         self.executor = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kw-step")
@@ -127,6 +128,9 @@ class Orchestrator:
                 elif run["control"] == "paused":
                     if run["status"] != "paused":
                         self._set_status("paused")
+                        self.say(f"paused: kernelwright run resume {self.run_dir} continues it")
+                    if not self.inflight and not self.cfg.wait_for_operator:
+                        return self._end("paused", "paused by the operator", EXIT_WAITING)
                 else:
                     if run["status"] == "paused":
                         self._set_status("running")
