@@ -138,12 +138,21 @@ def test_kill_and_resume(tmp_path):
     # the earlier turns are still there, unchanged
     ids_after = {r["id"] for r in _rows(db, "SELECT id FROM turns")}
     assert {t["id"] for t in turns_before} <= ids_after
-    # and the run still reached its goal (unless another process edited the gate's sources meanwhile)
+    # and the run still reached its goal (unless another process edited the gate's sources meanwhile):
+    # cycle 1's candidate promoted; every later candidate decided, and each one that reached a final
+    # passed both splits with a measured ratio to the best.  Whether that ratio clears x1.02 is the
+    # demo's timing on a busy 2-core host (test_workflow_e2e asserts the promotion); resume is not.
     from workflow_helpers import skip_if_sources_tampered
 
     skip_if_sources_tampered(run)
-    promoted = _rows(db, "SELECT id FROM candidates WHERE status='promoted' AND origin!='start'")
-    # on failure, show each final's per-workload timings (a busy host once took c2's final to x1.007)
-    finals = _rows(db, "SELECT id, status, improvement, substr(final_json, 1, 2000) f FROM candidates")
-    assert len(promoted) >= 2, (second_log[-1500:], finals)
+    cands = _rows(db, "SELECT id, cycle_id, status, reason, improvement, final_json, decided_at FROM candidates "
+                      "WHERE origin!='start' ORDER BY id")
+    assert cands and cands[0]["cycle_id"] == 1 and cands[0]["status"] == "promoted", cands
+    for cand in cands:
+        assert cand["status"] in ("promoted", "not_better", "skipped") and cand["decided_at"], cand
+        if cand["final_json"]:
+            final = json.loads(cand["final_json"])
+            assert final["public"]["all_passed"] and final["final_passed"], cand["reason"]
+            assert cand["improvement"] and cand["improvement"] > 0, cand
+    assert {c["cycle_id"] for c in cands} == {1, 2}
     assert _rows(db, "SELECT status, sessions FROM runs")[0] == {"status": "finished", "sessions": 2}
