@@ -1,7 +1,11 @@
 """The parent's unpickler for worker messages (gate/wire.py)."""
 import io
+import multiprocessing
 import os
 import pickle
+import struct
+import threading
+import time
 from multiprocessing.reduction import ForkingPickler
 
 import pytest
@@ -120,3 +124,32 @@ def test_each_host_op_is_on_the_pipe_before_the_call_returns_and_the_parent_tall
     for forged in ({"host_op": ("torch::mul", 1.0, 64), "ok": True}, {"host_op": ["torch::mul", 1.0, 64]},
                    {"host_op": ("torch::mul", 1, 64)}, {"host_op": ("torch::mul", 1.0, -64)}):
         assert not _tally_host_op({}, forged)
+
+
+def test_frames_are_read_whole_with_connections_framing():
+    parent, child = multiprocessing.Pipe()
+    big = {"blob": b"x" * (3 << 20)}                     # larger than one read and the pipe's buffer
+    sender = threading.Thread(target=child.send_bytes, args=(pickle.dumps(big),))
+    sender.start()
+    assert parent.poll(5) and wire.safe_recv(parent) == big
+    sender.join()
+    os.write(child.fileno(), struct.pack("!i", -1) + struct.pack("!Q", 5) + b"hello")   # the long form
+    assert wire.recv_frame(parent) == b"hello"
+
+
+def test_a_forged_frame_cannot_hold_the_parent():
+    """A header that claims more than arrives (case stalled_frame) and one over the length limit
+    are refused within the deadline, instead of recv_bytes waiting for ever."""
+    parent, child = multiprocessing.Pipe()
+    os.write(child.fileno(), struct.pack("!i", 1 << 20) + b"\x80")
+    started = time.monotonic()
+    with pytest.raises(wire.ForbiddenGlobal, match="stopped arriving: 1 of 1048576 bytes"):
+        wire.recv_frame(parent, deadline_s=0.5)
+    assert time.monotonic() - started < 3
+    parent, child = multiprocessing.Pipe()
+    os.write(child.fileno(), struct.pack("!i", -1) + struct.pack("!Q", 1 << 40))
+    with pytest.raises(wire.ForbiddenGlobal, match="over|at most"):
+        wire.recv_frame(parent)
+    child.close()
+    with pytest.raises(EOFError):
+        wire.recv_frame(parent)

@@ -22,6 +22,8 @@ import io
 import math
 import os
 import pickle
+import select
+import struct
 import threading
 import time
 from typing import Any, FrozenSet, Optional, Tuple
@@ -222,6 +224,56 @@ def safe_loads(data: bytes, peer: Optional[Peer] = None) -> Any:
             peer.learning = False
 
 
+# a worker message is a pickle of containers, scalars and buffer handles (the buffers themselves
+# travel as shared memory), a few KB; the frame limits only have to stop a forged frame
+MAX_FRAME_BYTES = 1 << 30
+FRAME_DEADLINE_S = 10.0
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    """``n`` bytes from the pipe ``fd``, waiting at most until ``deadline`` (time.monotonic()).
+
+    Raises:
+        ForbiddenGlobal: the bytes did not all arrive in time.
+        EOFError: the worker closed the pipe.
+    """
+    chunks, got = [], 0
+    while got < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ForbiddenGlobal(f"a message frame that stopped arriving: {got} of {n} bytes by its deadline")
+        readable, _, _ = select.select([fd], [], [], left)
+        if not readable:
+            continue
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            raise EOFError("the worker closed the pipe inside a message")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def recv_frame(conn, deadline_s: float = FRAME_DEADLINE_S, max_bytes: int = MAX_FRAME_BYTES) -> bytes:
+    """One message's bytes in ``multiprocessing.Connection``'s framing (a 4-byte big-endian length,
+    or -1 and an 8-byte length), read from the descriptor with a deadline: ``conn.recv_bytes()``
+    blocks until the length its header claims has arrived, so a worker that writes a forged header
+    and stops would hang the parent past every timeout (red-team case ``stalled_frame``).  Call it
+    when ``conn.poll()`` says bytes are waiting.
+
+    Raises:
+        ForbiddenGlobal: a length over ``max_bytes``, or a frame not whole within ``deadline_s``.
+        EOFError: the worker closed the pipe.
+    """
+    fd, deadline = conn.fileno(), time.monotonic() + deadline_s
+    (size,) = struct.unpack("!i", _read_exact(fd, 4, deadline))
+    if size == -1:
+        (size,) = struct.unpack("!Q", _read_exact(fd, 8, deadline))
+    if not 0 <= size <= max_bytes:
+        raise ForbiddenGlobal(f"a message frame of {size} bytes (the gate reads at most {max_bytes})")
+    return _read_exact(fd, size, deadline)
+
+
 def safe_recv(conn, peer: Optional[Peer] = None) -> Any:
-    """``conn.recv()`` without running code named by the sender: raw bytes, then ``safe_loads``."""
-    return safe_loads(conn.recv_bytes(), peer)
+    """``conn.recv()`` without running code named by the sender: one frame read with a deadline
+    (``recv_frame``), then ``safe_loads``."""
+    return safe_loads(recv_frame(conn), peer)
