@@ -239,7 +239,7 @@ class WorkerSession:
         if self.proc is not None:
             if self.proc.is_alive() and self.conn is not None:
                 try:
-                    self.conn.send({"op": "exit"})
+                    wire.send_frame(self.conn, {"op": "exit"}, 5.0)
                     self.proc.join(5)
                 except Exception:
                     pass
@@ -272,7 +272,11 @@ class WorkerSession:
         before = self._snapshot()
         started = time.perf_counter()
         try:
-            self.conn.send(msg)
+            wire.send_frame(self.conn, msg, timeout_s)   # never a blocking conn.send: case step_flood
+        except wire.SendStalled as exc:
+            self.kill()
+            return {"ok": False, "status": "TIMEOUT", "reason": guards.TIMEOUT, "line": str(exc),
+                    "error": f"{exc}\n" + self.log_tail()}
         except (OSError, EOFError, BrokenPipeError) as exc:
             return self._crashed(f"send failed: {exc}")
         host_ops: Dict[str, List[Any]] = {}
@@ -296,6 +300,7 @@ class WorkerSession:
         deadline = time.monotonic() + timeout_s
         step_s = self.timeouts.step_s if on_step is not None else None
         idle_deadline = time.monotonic() + step_s if step_s else math.inf
+        received = 0       # bytes of this request's messages (wire.MAX_REQUEST_BYTES)
         while True:
             now = time.monotonic()
             remaining = min(deadline, idle_deadline) - now
@@ -309,7 +314,12 @@ class WorkerSession:
                         "error": why + "\n" + self.log_tail()}
             try:
                 if self.conn.poll(min(remaining, 1.0)):
-                    reply = wire.safe_recv(self.conn, self._peer)   # never conn.recv(): see gate/wire.py
+                    data = wire.recv_frame(self.conn)    # never conn.recv(): see gate/wire.py
+                    received += len(data)
+                    if received > wire.MAX_REQUEST_BYTES:
+                        raise wire.ForbiddenGlobal(f"messages totalling more than {wire.MAX_REQUEST_BYTES} bytes "
+                                                   f"in one request")
+                    reply = wire.safe_loads(data, self._peer)
                     if not isinstance(reply, dict):
                         return self._crashed(f"bad reply: a {type(reply).__name__}, not a message")
                     if "host_op" in reply:
@@ -323,12 +333,18 @@ class WorkerSession:
                             self.kill()
                             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
                                     "error": f"an exchange step outside a timing op: {str(reply)[:200]}"}
-                        self.conn.send(on_step(reply))
+                        # with a deadline: a worker that leaves the answers to its steps unread
+                        # filled the pipe and blocked the parent here for ever (case step_flood)
+                        wire.send_frame(self.conn, on_step(reply))
                         if step_s:
                             idle_deadline = time.monotonic() + step_s
                         continue
                     # CUDA buffers handed over as descriptors (gate/cuda_share.py, mode "fd")
                     return cuda_share.open_tree(reply, lambda df: wire.fetch_fd(df, self._peer))
+            except wire.SendStalled as exc:
+                self.kill()
+                return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
+                        "error": f"the worker left the answers to its exchange steps unread: {exc}\n" + self.log_tail()}
             except (wire.ForbiddenGlobal, cuda_share.UnexpectedDescriptors) as exc:
                 self.kill()
                 return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
@@ -397,6 +413,11 @@ class WorkerSession:
         return data[-limit:].decode(errors="replace")
 
 
+# the gate's host-op names are "torch::<op>" or "torch::python_function.<qualified name>"
+MAX_HOST_OP_NAME = 1024
+MAX_HOST_OP_NAMES = 10_000
+
+
 def _tally_host_op(host_ops: Dict[str, List[Any]], message: Dict[str, Any]) -> bool:
     """Add one ``host_op`` message of the worker's host-op recorder ({"host_op": (name, us,
     elements)}, ``worker.HostOpRecorder``) to ``host_ops`` ({name: [count, us, elements]}).
@@ -406,6 +427,10 @@ def _tally_host_op(host_ops: Dict[str, List[Any]], message: Dict[str, Any]) -> b
         return False
     name, us, elements = record
     if type(name) is not str or type(us) is not float or type(elements) is not int or elements < 0:
+        return False
+    # the tally lives until the reply: names of any length, each different, grew the parent until
+    # the OOM killer ended it (case host_op_hoard)
+    if len(name) > MAX_HOST_OP_NAME or (name not in host_ops and len(host_ops) >= MAX_HOST_OP_NAMES):
         return False
     agg = host_ops.setdefault(name, [0, 0.0, 0])
     agg[0] += 1

@@ -26,7 +26,7 @@ import select
 import struct
 import threading
 import time
-from typing import Any, FrozenSet, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 import torch
 
@@ -181,8 +181,25 @@ _ALLOWED: FrozenSet[Tuple[str, str]] = frozenset(
     + [("torch.nn.parameter", "Parameter"), ("torch._utils", "_rebuild_tensor"),
        ("torch._utils", "_rebuild_tensor_v2"), ("multiprocessing.resource_sharer", "DupFd"),
        ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
-       ("builtins", "complex"), ("builtins", "slice"), ("builtins", "bytearray")]
+       ("builtins", "complex"), ("builtins", "slice")]
 )
+
+
+def _bytearray(*args: Any) -> bytearray:
+    """``bytearray`` as pickles of protocols 2-4 call it: on bytes (or a latin-1 str and its
+    encoding).  Called with a size it would allocate and zero that many bytes in the parent, from
+    a message of a few bytes (red-team case ``bytearray_bomb``).
+
+    Raises:
+        ForbiddenGlobal: any other argument.
+    """
+    if not args:
+        return bytearray()
+    if len(args) == 1 and isinstance(args[0], (bytes, bytearray)):
+        return bytearray(args[0])
+    if len(args) == 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        return bytearray(args[0], args[1])
+    raise ForbiddenGlobal(f"bytearray called on {', '.join(type(a).__name__ for a in args)}, not on bytes")
 
 
 class _GateUnpickler(pickle.Unpickler):
@@ -195,6 +212,8 @@ class _GateUnpickler(pickle.Unpickler):
             if self.peer is None:
                 raise ForbiddenGlobal("a shared-memory CPU tensor where none is expected")
             return _guarded_rebuild_storage_fd(self.peer)
+        if (module, name) == ("builtins", "bytearray"):
+            return _bytearray
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
         if module == "torch":                 # dtypes pickle as torch.<name> (torch.float8_e4m3fn, ...)
@@ -215,13 +234,237 @@ def safe_loads(data: bytes, peer: Optional[Peer] = None) -> Any:
             handle that is not this worker's.
         pickle.UnpicklingError, EOFError, ...: a malformed message.
     """
+    problem = pickle_problem(data)
+    if problem is not None:
+        if peer is not None:
+            peer.learning = False
+        raise ForbiddenGlobal(problem)
     if peer is not None:
         peer.deadline = time.monotonic() + _FETCH_DEADLINE_S
     try:
-        return _GateUnpickler(io.BytesIO(data), peer).load()
+        message = _GateUnpickler(io.BytesIO(data), peer).load()
     finally:
         if peer is not None:
             peer.learning = False
+    problem = tree_problem(message)
+    if problem is not None:
+        raise ForbiddenGlobal(problem)
+    return message
+
+
+# what one message may make the parent do while it rebuilds and reads it.  A worker message is a
+# few hundred pickle opcodes on the CPU (the largest of an honest CPU run, 2026-12-08: 948 bytes,
+# 206 opcodes); the bounds only have to stop forged ones, far from any real message.
+MAX_MESSAGE_OPCODES = 1_000_000
+# elements hashed while the message is rebuilt (dict keys, set elements), each tuple counted with
+# everything nested in it: a tuple's hash is not cached, so a key of tuples shared through the memo
+# (t(k+1) = (t(k), t(k))) costs 2**depth in C, holding the GIL (case ``hash_bomb_key``)
+MAX_HASH_WORK = 1_000_000
+# tuples nested in a message (and in what it hashes): tuple hashing recurses in C with no depth check,
+# and a key nested three million deep (one byte a level) overflowed the parent's stack (case
+# ``deep_tuple_key``); refused as soon as the scan builds one that deep
+MAX_HASH_NESTING = 64
+# the rebuilt message walked as a tree (a shared object counted at each reference): what the
+# parent's reprs, comparisons and loops over it may cost, and how deep they recurse
+MAX_MESSAGE_NODES = 1_000_000
+MAX_MESSAGE_DEPTH = 64
+
+
+class _Rec:
+    """What the scan knows of one stack or memo object: its kind, what hashing it would cost (``h``,
+    tuples counted with their contents) and how deep that recurses (``d``), and for a container the
+    same summed over the elements a set or a dict built from it would hash (``eh``, ``ed``)."""
+
+    __slots__ = ("kind", "h", "d", "eh", "ed", "value", "first")
+
+    def __init__(self, kind: str, h: int = 1, d: int = 1, eh: int = 0, ed: int = 0, value: Any = None,
+                 first: Any = None):
+        self.kind, self.h, self.d, self.eh, self.ed, self.value, self.first = kind, h, d, eh, ed, value, first
+
+
+_MARK = object()
+
+
+def pickle_problem(data: bytes) -> Optional[str]:
+    """Why the parent must not unpickle ``data``, or None: a scan of its opcodes (``pickletools``,
+    nothing built) that bounds their number (``MAX_MESSAGE_OPCODES``) and what rebuilding it would
+    spend hashing (``MAX_HASH_WORK``, ``MAX_HASH_NESTING``): the dict keys and set elements of
+    the ``SETITEM(S)``, ``DICT``, ``ADDITEMS`` and ``FROZENSET`` opcodes and of calls of ``set``,
+    ``frozenset`` and ``OrderedDict``.  Memo entries are the scan's own records, so an object
+    fetched again (``GET``) or grown after it was stored (``APPENDS`` on a stored list) is counted
+    as it is.  A pickle the scan cannot follow is refused too (the unpickler would refuse it)."""
+    import pickletools
+
+    stack: list = []
+    memo: Dict[int, _Rec] = {}
+    work = 0
+
+    def hashed(rec: Any) -> Optional[str]:
+        nonlocal work
+        if not isinstance(rec, _Rec):
+            return None
+        work += rec.h
+        if rec.d > MAX_HASH_NESTING:
+            return f"a message whose pickle hashes tuples nested {rec.d} deep (the gate allows {MAX_HASH_NESTING})"
+        if work > MAX_HASH_WORK:
+            return f"a message whose pickle hashes more than {MAX_HASH_WORK} elements while it is rebuilt"
+        return None
+
+    def hashed_elements(rec: Any) -> Optional[str]:
+        nonlocal work
+        if not isinstance(rec, _Rec):
+            return None
+        work += rec.eh
+        if rec.ed > MAX_HASH_NESTING:
+            return f"a message whose pickle hashes tuples nested {rec.ed} deep (the gate allows {MAX_HASH_NESTING})"
+        if work > MAX_HASH_WORK:
+            return f"a message whose pickle hashes more than {MAX_HASH_WORK} elements while it is rebuilt"
+        return None
+
+    def add_elements(container: Any, items) -> None:
+        if isinstance(container, _Rec):
+            for it in items:
+                if isinstance(it, _Rec):
+                    container.eh += it.h
+                    container.ed = max(container.ed, it.d)
+
+    def pop_to_mark() -> list:
+        for k in range(len(stack) - 1, -1, -1):
+            if stack[k] is _MARK:
+                items = stack[k + 1:]
+                del stack[k:]
+                return items
+        raise ValueError("no mark")
+
+    try:
+        for count, (op, arg, _pos) in enumerate(pickletools.genops(data), 1):
+            if count > MAX_MESSAGE_OPCODES:
+                return f"a message of more than {MAX_MESSAGE_OPCODES} pickle opcodes"
+            name = op.name
+            if name in ("PROTO", "FRAME", "STOP"):
+                continue
+            if name == "MARK":
+                stack.append(_MARK)
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[int(arg)] = stack[-1]
+            elif name == "MEMOIZE":
+                memo[len(memo)] = stack[-1]
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                stack.append(memo[int(arg)])
+            elif name == "DUP":
+                stack.append(stack[-1])
+            elif name == "POP":
+                stack.pop()
+            elif name == "POP_MARK":
+                pop_to_mark()
+            elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE"):
+                n = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3, "EMPTY_TUPLE": 0}.get(name)
+                if n is None:
+                    items = pop_to_mark()
+                else:
+                    items = stack[len(stack) - n:] if n else []
+                    del stack[len(stack) - n:]
+                recs = [it if isinstance(it, _Rec) else _Rec("other") for it in items]
+                rec = _Rec("tuple", h=1 + sum(r.h for r in recs), d=1 + max((r.d for r in recs), default=0),
+                           first=recs[0] if recs else None)
+                if rec.d > MAX_HASH_NESTING:     # refused as it is built: the scan of a deep one stops here
+                    return f"a message whose pickle nests tuples {rec.d} deep (the gate allows {MAX_HASH_NESTING})"
+                add_elements(rec, recs)
+                stack.append(rec)
+            elif name in ("EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET"):
+                stack.append(_Rec(name[6:].lower()))
+            elif name in ("LIST", "DICT", "FROZENSET"):
+                items = pop_to_mark()
+                keys = items[0::2] if name == "DICT" else items
+                rec = _Rec(name.lower())
+                for it in keys:
+                    if name != "LIST":
+                        problem = hashed(it)
+                        if problem:
+                            return problem
+                add_elements(rec, keys)
+                stack.append(rec)
+            elif name in ("APPEND", "SETITEM"):
+                items = stack[-1:] if name == "APPEND" else stack[-2:-1]
+                del stack[len(stack) - (1 if name == "APPEND" else 2):]
+                if name == "SETITEM":
+                    problem = hashed(items[0])
+                    if problem:
+                        return problem
+                add_elements(stack[-1], items)
+            elif name in ("APPENDS", "SETITEMS", "ADDITEMS"):
+                items = pop_to_mark()
+                keys = items[0::2] if name == "SETITEMS" else items
+                if name != "APPENDS":
+                    for it in keys:
+                        problem = hashed(it)
+                        if problem:
+                            return problem
+                add_elements(stack[-1], keys)
+            elif name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"):
+                stack.append(_Rec("str", value=arg if len(arg) < 256 else None))
+            elif name == "GLOBAL":
+                module, _, attr = str(arg).partition(" ")
+                stack.append(_Rec("global", value=(module, attr)))
+            elif name == "STACK_GLOBAL":
+                attr, module = stack.pop(), stack.pop()
+                stack.append(_Rec("global", value=(getattr(module, "value", None), getattr(attr, "value", None))))
+            elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+                n = 3 if name == "NEWOBJ_EX" else 2
+                func, args = stack[len(stack) - n], stack[len(stack) - n + 1]
+                del stack[len(stack) - n:]
+                first = getattr(args, "first", None)
+                callee = getattr(func, "value", None)
+                if callee in (("builtins", "set"), ("builtins", "frozenset"), ("collections", "OrderedDict")):
+                    problem = hashed_elements(first)
+                    if problem:
+                        return problem
+                rec = _Rec("other")
+                if isinstance(first, _Rec):     # what iterating the result would hash again
+                    rec.eh, rec.ed = first.eh, first.ed
+                stack.append(rec)
+            else:                               # the generic effect on the stack, from pickletools' table
+                before, after = op.stack_before, op.stack_after
+                if pickletools.markobject in before:
+                    pop_to_mark()
+                    rest = before.index(pickletools.markobject)
+                else:
+                    rest = len(before)
+                if rest:
+                    if len(stack) < rest:
+                        raise ValueError("stack underflow")
+                    del stack[len(stack) - rest:]
+                for kind in after:
+                    stack.append(_MARK if kind is pickletools.markobject else _Rec("other"))
+    except Exception as exc:  # noqa: BLE001 - a pickle the scan cannot follow
+        return f"a message whose pickle the gate cannot scan: {type(exc).__name__}: {exc}"[:300]
+    return None
+
+
+def tree_problem(message: Any) -> Optional[str]:
+    """Why the parent must not read the rebuilt ``message``, or None: walked as a tree (a shared
+    container counted again at each reference, a container holding itself without end) it may have
+    at most ``MAX_MESSAGE_NODES`` objects, nested at most ``MAX_MESSAGE_DEPTH`` deep.  A message
+    with one list referenced twice on each of 40 levels is a few hundred bytes, and its ``repr``
+    (the parent quotes messages it refuses) would be 2**40 items."""
+    todo = [(message, 1)]
+    nodes = 0
+    while todo:
+        obj, depth = todo.pop()
+        nodes += 1
+        if nodes > MAX_MESSAGE_NODES:
+            return f"a message of more than {MAX_MESSAGE_NODES} objects (shared ones counted at each reference)"
+        if depth > MAX_MESSAGE_DEPTH:
+            return f"a message nested more than {MAX_MESSAGE_DEPTH} deep"
+        if isinstance(obj, (str, bytes, bytearray, int, float, complex, bool, type(None), torch.Tensor)):
+            continue
+        if isinstance(obj, dict):
+            todo.extend((k, depth + 1) for k in dict.keys(obj))
+            todo.extend((v, depth + 1) for v in dict.values(obj))
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            todo.extend((v, depth + 1) for v in (list.__iter__(obj) if isinstance(obj, list) else
+                                                 tuple.__iter__(obj) if isinstance(obj, tuple) else iter(obj)))
+    return None
 
 
 # a worker message is a pickle of containers, scalars and buffer handles (the buffers themselves
@@ -271,6 +514,52 @@ def recv_frame(conn, deadline_s: float = FRAME_DEADLINE_S, max_bytes: int = MAX_
     if not 0 <= size <= max_bytes:
         raise ForbiddenGlobal(f"a message frame of {size} bytes (the gate reads at most {max_bytes})")
     return _read_exact(fd, size, deadline)
+
+
+# what all the messages of one request may total (``session.WorkerSession._wait``): each frame is
+# read, rebuilt and partly kept (host-op names, exchange steps) until the reply, so a worker that
+# sent frame after frame under the limit grew the parent until the OOM killer ended it (case
+# ``host_op_hoard``)
+MAX_REQUEST_BYTES = 1 << 30
+
+
+class SendStalled(Exception):
+    """A message to the worker that did not go out by its deadline: the worker is not reading."""
+
+
+def send_frame(conn, obj: Any, deadline_s: float = FRAME_DEADLINE_S) -> None:
+    """``conn.send(obj)`` (the same pickle and framing) written to the descriptor with a deadline.
+    ``Connection.send`` blocks while the socket's buffers are full, with no limit: a worker that
+    sends step after step and reads none of the answers filled them, and the parent blocked in its
+    answer for ever, inside the loop that enforces every timeout (case ``step_flood``).
+
+    Raises:
+        SendStalled: the message was not all written within ``deadline_s``.
+        OSError: the worker closed the pipe.
+    """
+    from multiprocessing.reduction import ForkingPickler
+
+    body = bytes(ForkingPickler.dumps(obj))
+    header = struct.pack("!i", len(body)) if len(body) <= 0x7FFFFFFF else struct.pack("!iQ", -1, len(body))
+    data = memoryview(header + body)
+    fd, deadline = conn.fileno(), time.monotonic() + deadline_s
+    blocking = os.get_blocking(fd)
+    os.set_blocking(fd, False)
+    try:
+        while len(data):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SendStalled(f"{len(data)} of {len(header) + len(body)} bytes of a message to the worker "
+                                  f"still unsent after {deadline_s:g} s: the worker is not reading")
+            _, writable, _ = select.select([], [fd], [], left)
+            if not writable:
+                continue
+            try:
+                data = data[os.write(fd, data):]
+            except BlockingIOError:
+                continue
+    finally:
+        os.set_blocking(fd, blocking)
 
 
 def safe_recv(conn, peer: Optional[Peer] = None) -> Any:
