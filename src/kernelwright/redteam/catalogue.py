@@ -430,6 +430,21 @@ CASES: List[Case] = [
          why="shared-memory handles are accepted only from the worker's own resource sharer"),
     Case("pickle_parent", "runs code in the parent through a pickled reply", "demo", _r(guards.GATE_TAMPERED), "H12",
          why="the parent unpickles worker messages with an allow-list (gate/wire.py): exec is refused"),
+    Case("hash_bomb_key", "hangs the parent's unpickler: a dict key of tuples nested 64 deep through the memo, "
+         "2**64 leaves to hash", "demo", _r(guards.GATE_TAMPERED), "H12",
+         why="the parent scans each message's pickle first and bounds what its dict keys and set elements cost to hash"),
+    Case("deep_tuple_key", "crashes the parent's unpickler: a dict key of tuples nested three million deep "
+         "(C recursion in the hash, SIGSEGV)", "demo", _r(guards.GATE_TAMPERED), "H12",
+         why="the parent scans each message's pickle first and bounds the nesting of what it would hash"),
+    Case("bytearray_bomb", "exhausts the parent's memory: bytearray(size) through the allow-list, twice the "
+         "machine's memory", "demo", _r(guards.GATE_TAMPERED), "H12",
+         why="the parent's bytearray rebuilds only bytes, never a size"),
+    Case("step_flood", "hangs the parent in a write: 200 000 step messages in a timed call, no answer read", "demo",
+         _r(guards.GATE_TAMPERED), "H12",
+         why="the parent writes every message to the worker with a deadline"),
+    Case("host_op_hoard", "exhausts the parent's memory: host-op records with 256 MiB names, each different", "demo",
+         _r(guards.GATE_TAMPERED), "H12",
+         why="host-op names and their number are bounded, and so are the bytes of one request's messages"),
     Case("forge_results_file", "forges the results folder", "demo", _r(guards.FILE_TAMPERED), "H12 H20", serial=True,
          bounded=PASS, why="behind the boundary the results folder is read-only and hidden: the forged trace lands "
                            "in the worker's private /tmp (mount) or is refused (uid), the run's files are unchanged"),
