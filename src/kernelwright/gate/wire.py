@@ -283,6 +283,163 @@ class _Rec:
 
 
 _MARK = object()
+_SIZED_TUPLES = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3, "EMPTY_TUPLE": 0}
+_HASHING_CALLS = (("builtins", "set"), ("builtins", "frozenset"), ("collections", "OrderedDict"))
+
+
+class _Refused(Exception):
+    """Raised inside the scan: the message is refused for the reason given."""
+
+
+class _PickleScan:
+    """One message's opcodes replayed on records (``_Rec``) instead of objects: ``pickle_problem``."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+        self.memo: Dict[int, _Rec] = {}
+        self.work = 0
+
+    def run(self, data: bytes) -> None:
+        import pickletools
+
+        for count, (op, arg, _pos) in enumerate(pickletools.genops(data), 1):
+            if count > MAX_MESSAGE_OPCODES:
+                raise _Refused(f"a message of more than {MAX_MESSAGE_OPCODES} pickle opcodes")
+            self.step(op, arg)
+
+    def step(self, op, arg: Any) -> None:
+        name, stack = op.name, self.stack
+        if name in ("PROTO", "FRAME", "STOP"):
+            return
+        if name == "MARK":
+            stack.append(_MARK)
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            self.memo[int(arg)] = stack[-1]
+        elif name == "MEMOIZE":
+            self.memo[len(self.memo)] = stack[-1]
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(self.memo[int(arg)])
+        elif name == "DUP":
+            stack.append(stack[-1])
+        elif name == "POP":
+            stack.pop()
+        elif name == "POP_MARK":
+            self.pop_to_mark()
+        elif name.startswith(("TUPLE", "EMPTY_TUPLE")):
+            self.tuple(name)
+        elif name in ("EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET"):
+            stack.append(_Rec(name[6:].lower()))
+        elif name in ("LIST", "DICT", "FROZENSET"):
+            self.container(name)
+        elif name in ("APPEND", "SETITEM", "APPENDS", "SETITEMS", "ADDITEMS"):
+            self.extend(name)
+        elif name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"):
+            stack.append(_Rec("str", value=arg if len(arg) < 256 else None))
+        elif name == "GLOBAL":
+            module, _, attr = str(arg).partition(" ")
+            stack.append(_Rec("global", value=(module, attr)))
+        elif name == "STACK_GLOBAL":
+            attr, module = stack.pop(), stack.pop()
+            stack.append(_Rec("global", value=(getattr(module, "value", None), getattr(attr, "value", None))))
+        elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+            self.call(3 if name == "NEWOBJ_EX" else 2)
+        else:
+            self.generic(op)
+
+    def hashed(self, rec: Any, elements: bool = False) -> None:
+        """Count hashing ``rec`` (or, with ``elements``, what a set or dict built from it hashes)."""
+        if not isinstance(rec, _Rec):
+            return
+        self.work += rec.eh if elements else rec.h
+        depth = rec.ed if elements else rec.d
+        if depth > MAX_HASH_NESTING:
+            raise _Refused(f"a message whose pickle hashes tuples nested {depth} deep (the gate allows "
+                           f"{MAX_HASH_NESTING})")
+        if self.work > MAX_HASH_WORK:
+            raise _Refused(f"a message whose pickle hashes more than {MAX_HASH_WORK} elements while it is rebuilt")
+
+    @staticmethod
+    def add_elements(container: Any, items) -> None:
+        if isinstance(container, _Rec):
+            for it in items:
+                if isinstance(it, _Rec):
+                    container.eh += it.h
+                    container.ed = max(container.ed, it.d)
+
+    def pop_to_mark(self) -> list:
+        stack = self.stack
+        for k in range(len(stack) - 1, -1, -1):
+            if stack[k] is _MARK:
+                items = stack[k + 1:]
+                del stack[k:]
+                return items
+        raise ValueError("no mark")
+
+    def pop(self, n: int) -> list:
+        items = self.stack[len(self.stack) - n:] if n else []
+        del self.stack[len(self.stack) - n:]
+        return items
+
+    def tuple(self, name: str) -> None:
+        n = _SIZED_TUPLES.get(name)
+        items = self.pop_to_mark() if n is None else self.pop(n)
+        recs = [it if isinstance(it, _Rec) else _Rec("other") for it in items]
+        rec = _Rec("tuple", h=1 + sum(r.h for r in recs), d=1 + max((r.d for r in recs), default=0),
+                   first=recs[0] if recs else None)
+        if rec.d > MAX_HASH_NESTING:     # refused as it is built: the scan of a deep one stops here
+            raise _Refused(f"a message whose pickle nests tuples {rec.d} deep (the gate allows {MAX_HASH_NESTING})")
+        self.add_elements(rec, recs)
+        self.stack.append(rec)
+
+    def container(self, name: str) -> None:
+        items = self.pop_to_mark()
+        keys = items[0::2] if name == "DICT" else items
+        rec = _Rec(name.lower())
+        if name != "LIST":
+            for it in keys:
+                self.hashed(it)
+        self.add_elements(rec, keys)
+        self.stack.append(rec)
+
+    def extend(self, name: str) -> None:
+        """APPEND / SETITEM (one element or pair) and APPENDS / SETITEMS / ADDITEMS (to the mark)."""
+        if name in ("APPEND", "SETITEM"):
+            items = self.pop(1 if name == "APPEND" else 2)
+        else:
+            items = self.pop_to_mark()
+        keys = items[0::2] if name.startswith("SETITEM") else items
+        if name != "APPEND" and name != "APPENDS":
+            for it in keys:
+                self.hashed(it)
+        self.add_elements(self.stack[-1], keys)
+
+    def call(self, n: int) -> None:
+        """REDUCE / NEWOBJ(_EX): a call of set, frozenset or OrderedDict hashes its argument's elements."""
+        func, args = self.stack[len(self.stack) - n], self.stack[len(self.stack) - n + 1]
+        del self.stack[len(self.stack) - n:]
+        first = getattr(args, "first", None)
+        if getattr(func, "value", None) in _HASHING_CALLS:
+            self.hashed(first, elements=True)
+        rec = _Rec("other")
+        if isinstance(first, _Rec):     # what iterating the result would hash again
+            rec.eh, rec.ed = first.eh, first.ed
+        self.stack.append(rec)
+
+    def generic(self, op) -> None:
+        """Any other opcode: its effect on the stack, from pickletools' table."""
+        import pickletools
+
+        before, after = op.stack_before, op.stack_after
+        if pickletools.markobject in before:
+            self.pop_to_mark()
+            rest = before.index(pickletools.markobject)
+        else:
+            rest = len(before)
+        if len(self.stack) < rest:
+            raise ValueError("stack underflow")
+        self.pop(rest)
+        for kind in after:
+            self.stack.append(_MARK if kind is pickletools.markobject else _Rec("other"))
 
 
 def pickle_problem(data: bytes) -> Optional[str]:
@@ -293,149 +450,10 @@ def pickle_problem(data: bytes) -> Optional[str]:
     ``frozenset`` and ``OrderedDict``.  Memo entries are the scan's own records, so an object
     fetched again (``GET``) or grown after it was stored (``APPENDS`` on a stored list) is counted
     as it is.  A pickle the scan cannot follow is refused too (the unpickler would refuse it)."""
-    import pickletools
-
-    stack: list = []
-    memo: Dict[int, _Rec] = {}
-    work = 0
-
-    def hashed(rec: Any) -> Optional[str]:
-        nonlocal work
-        if not isinstance(rec, _Rec):
-            return None
-        work += rec.h
-        if rec.d > MAX_HASH_NESTING:
-            return f"a message whose pickle hashes tuples nested {rec.d} deep (the gate allows {MAX_HASH_NESTING})"
-        if work > MAX_HASH_WORK:
-            return f"a message whose pickle hashes more than {MAX_HASH_WORK} elements while it is rebuilt"
-        return None
-
-    def hashed_elements(rec: Any) -> Optional[str]:
-        nonlocal work
-        if not isinstance(rec, _Rec):
-            return None
-        work += rec.eh
-        if rec.ed > MAX_HASH_NESTING:
-            return f"a message whose pickle hashes tuples nested {rec.ed} deep (the gate allows {MAX_HASH_NESTING})"
-        if work > MAX_HASH_WORK:
-            return f"a message whose pickle hashes more than {MAX_HASH_WORK} elements while it is rebuilt"
-        return None
-
-    def add_elements(container: Any, items) -> None:
-        if isinstance(container, _Rec):
-            for it in items:
-                if isinstance(it, _Rec):
-                    container.eh += it.h
-                    container.ed = max(container.ed, it.d)
-
-    def pop_to_mark() -> list:
-        for k in range(len(stack) - 1, -1, -1):
-            if stack[k] is _MARK:
-                items = stack[k + 1:]
-                del stack[k:]
-                return items
-        raise ValueError("no mark")
-
     try:
-        for count, (op, arg, _pos) in enumerate(pickletools.genops(data), 1):
-            if count > MAX_MESSAGE_OPCODES:
-                return f"a message of more than {MAX_MESSAGE_OPCODES} pickle opcodes"
-            name = op.name
-            if name in ("PROTO", "FRAME", "STOP"):
-                continue
-            if name == "MARK":
-                stack.append(_MARK)
-            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
-                memo[int(arg)] = stack[-1]
-            elif name == "MEMOIZE":
-                memo[len(memo)] = stack[-1]
-            elif name in ("GET", "BINGET", "LONG_BINGET"):
-                stack.append(memo[int(arg)])
-            elif name == "DUP":
-                stack.append(stack[-1])
-            elif name == "POP":
-                stack.pop()
-            elif name == "POP_MARK":
-                pop_to_mark()
-            elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE"):
-                n = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3, "EMPTY_TUPLE": 0}.get(name)
-                if n is None:
-                    items = pop_to_mark()
-                else:
-                    items = stack[len(stack) - n:] if n else []
-                    del stack[len(stack) - n:]
-                recs = [it if isinstance(it, _Rec) else _Rec("other") for it in items]
-                rec = _Rec("tuple", h=1 + sum(r.h for r in recs), d=1 + max((r.d for r in recs), default=0),
-                           first=recs[0] if recs else None)
-                if rec.d > MAX_HASH_NESTING:     # refused as it is built: the scan of a deep one stops here
-                    return f"a message whose pickle nests tuples {rec.d} deep (the gate allows {MAX_HASH_NESTING})"
-                add_elements(rec, recs)
-                stack.append(rec)
-            elif name in ("EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET"):
-                stack.append(_Rec(name[6:].lower()))
-            elif name in ("LIST", "DICT", "FROZENSET"):
-                items = pop_to_mark()
-                keys = items[0::2] if name == "DICT" else items
-                rec = _Rec(name.lower())
-                for it in keys:
-                    if name != "LIST":
-                        problem = hashed(it)
-                        if problem:
-                            return problem
-                add_elements(rec, keys)
-                stack.append(rec)
-            elif name in ("APPEND", "SETITEM"):
-                items = stack[-1:] if name == "APPEND" else stack[-2:-1]
-                del stack[len(stack) - (1 if name == "APPEND" else 2):]
-                if name == "SETITEM":
-                    problem = hashed(items[0])
-                    if problem:
-                        return problem
-                add_elements(stack[-1], items)
-            elif name in ("APPENDS", "SETITEMS", "ADDITEMS"):
-                items = pop_to_mark()
-                keys = items[0::2] if name == "SETITEMS" else items
-                if name != "APPENDS":
-                    for it in keys:
-                        problem = hashed(it)
-                        if problem:
-                            return problem
-                add_elements(stack[-1], keys)
-            elif name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"):
-                stack.append(_Rec("str", value=arg if len(arg) < 256 else None))
-            elif name == "GLOBAL":
-                module, _, attr = str(arg).partition(" ")
-                stack.append(_Rec("global", value=(module, attr)))
-            elif name == "STACK_GLOBAL":
-                attr, module = stack.pop(), stack.pop()
-                stack.append(_Rec("global", value=(getattr(module, "value", None), getattr(attr, "value", None))))
-            elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
-                n = 3 if name == "NEWOBJ_EX" else 2
-                func, args = stack[len(stack) - n], stack[len(stack) - n + 1]
-                del stack[len(stack) - n:]
-                first = getattr(args, "first", None)
-                callee = getattr(func, "value", None)
-                if callee in (("builtins", "set"), ("builtins", "frozenset"), ("collections", "OrderedDict")):
-                    problem = hashed_elements(first)
-                    if problem:
-                        return problem
-                rec = _Rec("other")
-                if isinstance(first, _Rec):     # what iterating the result would hash again
-                    rec.eh, rec.ed = first.eh, first.ed
-                stack.append(rec)
-            else:                               # the generic effect on the stack, from pickletools' table
-                before, after = op.stack_before, op.stack_after
-                if pickletools.markobject in before:
-                    pop_to_mark()
-                    rest = before.index(pickletools.markobject)
-                else:
-                    rest = len(before)
-                if rest:
-                    if len(stack) < rest:
-                        raise ValueError("stack underflow")
-                    del stack[len(stack) - rest:]
-                for kind in after:
-                    stack.append(_MARK if kind is pickletools.markobject else _Rec("other"))
+        _PickleScan().run(data)
+    except _Refused as refused:
+        return str(refused)
     except Exception as exc:  # noqa: BLE001 - a pickle the scan cannot follow
         return f"a message whose pickle the gate cannot scan: {type(exc).__name__}: {exc}"[:300]
     return None

@@ -604,6 +604,27 @@ class HostOpRecorder:
         return _Recorder()
 
 
+def _dispatch(harness: "Harness", handlers: Dict[str, Any], op: Any, msg: Dict[str, Any]) -> Dict[str, Any]:
+    """The reply to one parent message: its handler's, or what the handler raised as a failed reply
+    (a SolutionError's status and reason; a launch the harness refused; else the traceback)."""
+    try:
+        handler = handlers.get(op)
+        if handler is None:
+            raise ValueError(f"unknown op {op!r}")
+        return handler(harness, msg)
+    except SolutionError as exc:
+        reply = {"ok": False, "status": exc.status, "reason": exc.reason, "error": str(exc)[-4000:]}
+        if exc.line:
+            reply["line"] = exc.line
+        return reply
+    except Exception as exc:  # the harness itself failed on this message
+        refused = harness._refused_launch()
+        if refused is not None:   # or a refused launch stopped the solution's call
+            return {"ok": False, "status": refused.status, "reason": refused.reason, "error": str(refused)}
+        return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
+                "error": "".join(traceback.format_exception(exc))[-4000:]}
+
+
 class Harness:
     def __init__(self, conn, device: str):
         self._conn = conn
@@ -675,6 +696,7 @@ class Harness:
         rebase = integrity.rebase
         prims = self.prims
         collector_off = self.device.type != "cuda"
+        dispatch = _dispatch
         if collector_off:
             _GC_DISABLE()
         while True:
@@ -690,22 +712,7 @@ class Harness:
                 early = changed(snapshot)
             except Exception as exc:
                 early = [f"integrity check failed: {type(exc).__name__}"]
-            try:
-                handler = handlers.get(op)
-                if handler is None:
-                    raise ValueError(f"unknown op {op!r}")
-                reply = handler(self, msg)
-            except SolutionError as exc:
-                reply = {"ok": False, "status": exc.status, "reason": exc.reason, "error": str(exc)[-4000:]}
-                if exc.line:
-                    reply["line"] = exc.line
-            except Exception as exc:  # the harness itself failed on this message
-                refused = self._refused_launch()
-                if refused is not None:   # or a refused launch stopped the solution's call
-                    reply = {"ok": False, "status": refused.status, "reason": refused.reason, "error": str(refused)}
-                else:
-                    reply = {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.EXCEPTION,
-                             "error": "".join(traceback.format_exception(exc))[-4000:]}
+            reply = dispatch(self, handlers, op, msg)
             if op == "time":
                 _GC_ENABLE()   # a timed iteration that raised inside its window left it off
             if collector_off:
