@@ -176,8 +176,11 @@ def test_default_split_config_table():
     assert K._split_config(8, 2048)[0] == 128
     assert K._combine_config(64, 512, False) == (64, 64, 32)   # T=1: one-shot loads, 32-wide slices
     assert K._combine_config(16, 512, False) == (16, 16, 128)
-    # from 256 slots: 64-slot tiles on 8 warps under the 128-register cap, ~256 programs
-    assert K._split_config(32, 2048) == (256, 64, 8, 2, 128)
+    # from 256 slots up to T = 32: two 64-slot gather buffers (3 stages), one wave of <= 132 programs
+    assert K._split_config(16, 2048) == (256, 64, 8, 3)
+    assert K._split_config(32, 2048) == (512, 64, 8, 3)
+    # from T = 33: 64-slot tiles on 8 warps under the 128-register cap, ~256 programs
+    assert K._split_config(40, 2048) == (256, 64, 8, 2, 128)
     assert K._split_config(64, 2048) == (512, 64, 8, 2, 128)
     assert K._split_config(128, 2048) == (1024, 64, 8, 2, 128)
     for tokens in range(1, 257):

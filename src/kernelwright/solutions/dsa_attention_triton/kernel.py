@@ -54,6 +54,11 @@ _MAX_SPLIT = 256
 # share an SM: the split keeps growing while T * splits fills that wave of ~256 programs.
 _CAPPED_REGS = 128
 _CAPPED_PROGRAMS = 256
+# Up to this T the capped splits take two 64-slot gather buffers instead (num_stages 3 on the
+# ids-ahead loop: 165 KB of shared memory, one program per SM, no register cap) and grow until
+# T * splits fits one wave of 132 SMs.
+_DOUBLE_BUFFER_MAX_TOKENS = 32
+_ONE_WAVE = 132
 _COMBINE_BLOCK_D = None  # tests pin a value-dim slice here under the interpreter
 _MAX_SPLITS = 128  # bound on splits: the combine kernel holds m/l of all splits in one vector
 
@@ -122,9 +127,17 @@ def _dsa_split_kernel(
 
     idx_row = idx_ptr + t64 * stride_idx_t
     split_start = s * SPLIT
+    split_end = tl.minimum(split_start + SPLIT, topk)
+    offs_b = tl.arange(0, BLOCK_N)
+    # The ids of the first tile; each iteration then loads the next tile's ids before its dots
+    # and carries them (ids ahead: the gathers' addresses are in registers when they issue, no
+    # dependent ld.global round trip in front of them).  Past the split's end: -1 (no load).
+    ids = tl.load(idx_row + (split_start + offs_b) * stride_idx_k,
+                  mask=split_start + offs_b < split_end, other=-1)
     for n0 in range(0, SPLIT, BLOCK_N):
-        offs_n = split_start + n0 + tl.arange(0, BLOCK_N)
-        ids = tl.load(idx_row + offs_n * stride_idx_k, mask=offs_n < topk, other=-1)
+        offs_next = split_start + n0 + BLOCK_N + offs_b
+        ids_next = tl.load(idx_row + offs_next * stride_idx_k, mask=offs_next < split_end,
+                           other=-1)
         valid = ids >= 0
         ids64 = tl.where(valid, ids, 0).to(tl.int64)
         page = ids64 // PAGE_SIZE
@@ -150,6 +163,7 @@ def _dsa_split_kernel(
         acc = acc * alpha[:, None]
         acc = _dot(_to_bf16(p, INTERPRET), kc, acc, INTERPRET)
         m_i = m_new
+        ids = ids_next
 
     # Partials: m/l [T, splits, H], acc [T, splits, H, D_CKV] (contiguous fp32 scratch).
     row = (t64 * num_splits + s) * num_heads
@@ -219,8 +233,11 @@ def _split_config(num_tokens: int, topk: int):
     Grow the split (fewer programs, fewer fp32 partials) while T * splits stays >= one wave
     (~128 programs), up to 256 slots; from there, under the register cap (two programs per
     SM), while T * splits stays >= ~256.  Contest topk 2048: T=1 -> 32 (64 programs), T=2 -> 32
-    (128), T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=16 -> 256 (128), T=32 -> 256 (256),
-    T=40 -> 256 (320), T=64 -> 512 (256), T=128 -> 1024 (256).
+    (128), T=6,7 -> 64 (192, 224), T=8 -> 128 (128), T=40 -> 256 (320), T=64 -> 512 (256),
+    T=128 -> 1024 (256).  Capped splits up to T = 32 (``_DOUBLE_BUFFER_MAX_TOKENS``) take two
+    gather buffers instead of the cap and grow to one wave: T=16 -> 256 (128), T=32 -> 512 (128);
+    there they beat the capped build by 4-17 % at T = 16 and ~2 % at T = 32, and lose up to 16 %
+    at T = 64-128 (H100 device time, results/h100/2026-12-08-attn-candidates/, attn_both64).
     BLOCK_N 32 / 4 warps is the tile SGLang's grouped MLA decode kernel runs on Hopper with the
     same [16, 512] query block; splits of 128+ slots take 64-slot tiles on 8 warps (twice the
     rows in flight per program).  H200 device time, T = 32 / 64 / 128 at 128K context
@@ -237,6 +254,10 @@ def _split_config(num_tokens: int, topk: int):
     # The combine kernel reads m/l of all splits as one vector: keep num_splits <= _MAX_SPLITS.
     while triton.cdiv(topk, split) > _MAX_SPLITS:
         split *= 2
+    if capped and num_tokens <= _DOUBLE_BUFFER_MAX_TOKENS:
+        while split < triton.next_power_of_2(topk) and num_tokens * triton.cdiv(topk, split) > _ONE_WAVE:
+            split *= 2
+        return split, 64, 8, 3
     if capped:
         return split, 64, 8, 2, _CAPPED_REGS
     if split >= 128:
