@@ -119,7 +119,7 @@ def test_each_host_op_is_on_the_pipe_before_the_call_returns_and_the_parent_tall
         assert parent.poll(0)                 # already sent, inside the call
     ops = {}
     while parent.poll(0):
-        assert _tally_host_op(ops, wire.safe_recv(parent))
+        assert _tally_host_op(ops, wire.safe_loads(wire.recv_frame(parent)))
     assert ops["torch::mul"][0] == 1 and ops["torch::mul"][2] == 64 and ops["torch::sum"][0] == 1
     for forged in ({"host_op": ("torch::mul", 1.0, 64), "ok": True}, {"host_op": ["torch::mul", 1.0, 64]},
                    {"host_op": ("torch::mul", 1, 64)}, {"host_op": ("torch::mul", 1.0, -64)}):
@@ -131,7 +131,7 @@ def test_frames_are_read_whole_with_connections_framing():
     big = {"blob": b"x" * (3 << 20)}                     # larger than one read and the pipe's buffer
     sender = threading.Thread(target=child.send_bytes, args=(pickle.dumps(big),))
     sender.start()
-    assert parent.poll(5) and wire.safe_recv(parent) == big
+    assert parent.poll(5) and wire.safe_loads(wire.recv_frame(parent)) == big
     sender.join()
     os.write(child.fileno(), struct.pack("!i", -1) + struct.pack("!Q", 5) + b"hello")   # the long form
     assert wire.recv_frame(parent) == b"hello"

@@ -6,7 +6,8 @@ importable callable (``builtins.eval``, ``os.system``) through its ``__reduce__`
 untrusted solution code in its own process, and that code can write to the pipe (it finds the
 connection through ``gc``), so a plain ``recv()`` in the parent would run the solution's code in
 the process that holds the references and decides the verdicts (red-team case
-``pickle_parent``).  ``safe_recv`` reads the raw bytes and unpickles them with an allow-list:
+``pickle_parent``).  The parent reads the raw bytes of each frame (``recv_frame``) and unpickles them
+with an allow-list (``safe_loads``):
 containers and scalars (pickle opcodes, no lookup), torch dtypes, ``torch.Size`` and
 ``torch.device``, tensor and storage classes, and the rebuild functions of
 ``torch.multiprocessing.reductions`` that turn shared-memory and CUDA-IPC handles back into tensors
@@ -579,8 +580,3 @@ def send_frame(conn, obj: Any, deadline_s: float = FRAME_DEADLINE_S) -> None:
     finally:
         os.set_blocking(fd, blocking)
 
-
-def safe_recv(conn, peer: Optional[Peer] = None) -> Any:
-    """``conn.recv()`` without running code named by the sender: one frame read with a deadline
-    (``recv_frame``), then ``safe_loads``."""
-    return safe_loads(recv_frame(conn), peer)
