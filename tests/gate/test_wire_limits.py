@@ -176,3 +176,34 @@ def test_a_step_answer_the_worker_never_reads_ends_the_request():
     reply = _bare_session(parent)._wait(60.0, lambda m: {"step": m.get("step"), "pad": "x" * 100}, {})
     assert reply["reason"] == "GATE_TAMPERED" and "unread" in reply["error"]
     assert time.monotonic() - started < wire.FRAME_DEADLINE_S + 10
+
+
+def test_calls_the_scan_cannot_name_or_that_allocate_in_the_parent_are_refused():
+    """helper-33's review: a slice chain that crashed the parent when freed, torch.Tensor called on
+    a nested list, DupFd(0) opening a descriptor in the parent, protocol-0 INST, and a callee the
+    scan cannot name (STACK_GLOBAL on BINSTRING strings)."""
+    P = pickle
+    n = 1000
+    chain = (P.PROTO + b"\x04" + P.GLOBAL + b"builtins\nslice\n" + P.BINPUT + b"\0"
+             + (P.BINGET + b"\0") * (n - 1) + P.NONE + (P.TUPLE1 + P.REDUCE) * n + P.STOP)
+    with pytest.raises(wire.ForbiddenGlobal, match="slice called on slice"):
+        wire.safe_loads(chain)
+    assert wire.safe_loads(pickle.dumps({"s": slice(1, 5, None)})) == {"s": slice(1, 5, None)}
+    tensor = P.PROTO + b"\x04" + P.GLOBAL + b"torch\nTensor\n" + P.EMPTY_LIST + P.TUPLE1 + P.REDUCE + P.STOP
+    dupfd = (P.PROTO + b"\x04" + P.GLOBAL + b"multiprocessing.resource_sharer\nDupFd\n" + P.BININT1 + b"\0"
+             + P.TUPLE1 + P.REDUCE + P.STOP)
+    inst = P.MARK + P.INST + b"builtins\nset\n" + P.STOP
+    hidden = (P.PROTO + b"\x04" + P.SHORT_BINSTRING + b"\x08builtins" + P.SHORT_BINSTRING + b"\x03set"
+              + P.STACK_GLOBAL + P.EMPTY_TUPLE + P.REDUCE + P.STOP)
+    for data, why in ((tensor, "calls torch.Tensor directly"), (dupfd, "DupFd with arguments"),
+                      (inst, "instantiates a class with INST"), (hidden, "does not name")):
+        with pytest.raises(wire.ForbiddenGlobal, match=why):
+            wire.safe_loads(data)
+
+
+def test_a_refused_message_is_quoted_within_bounds():
+    from kernelwright.gate.session import _quote
+
+    big = "x" * (10 << 20)
+    text = _quote({"host_op": [big] * 1000})
+    assert len(text) <= 200 and text.startswith("{'host_op'")

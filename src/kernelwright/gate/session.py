@@ -326,13 +326,13 @@ class WorkerSession:
                         if not _tally_host_op(host_ops, reply):
                             self.kill()
                             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
-                                    "error": f"a host-op record the gate does not make: {str(reply)[:200]}"}
+                                    "error": f"a host-op record the gate does not make: {_quote(reply)}"}
                         continue
                     if "step" in reply:
                         if on_step is None:
                             self.kill()
                             return {"ok": False, "status": "RUNTIME_ERROR", "reason": guards.GATE_TAMPERED,
-                                    "error": f"an exchange step outside a timing op: {str(reply)[:200]}"}
+                                    "error": f"an exchange step outside a timing op: {_quote(reply)}"}
                         # with a deadline: a worker that leaves the answers to its steps unread
                         # filled the pipe and blocked the parent here for ever (case step_flood)
                         wire.send_frame(self.conn, on_step(reply))
@@ -411,6 +411,17 @@ class WorkerSession:
             data = fh.read()
         self._log_offset += len(data)
         return data[-limit:].decode(errors="replace")
+
+
+def _quote(message: Any) -> str:
+    """A refused message, quoted within bounds: ``str(m)[:200]`` builds the whole text first, and
+    one shared 10 MB string referenced 1000 times made that 10 GB (helper-33's review)."""
+    import reprlib
+
+    quoter = reprlib.Repr()
+    quoter.maxlevel, quoter.maxdict, quoter.maxlist, quoter.maxtuple = 3, 8, 8, 8
+    quoter.maxstring, quoter.maxother = 80, 80
+    return quoter.repr(message)[:200]
 
 
 # the gate's host-op names are "torch::<op>" or "torch::python_function.<qualified name>"
